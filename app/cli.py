@@ -1,0 +1,138 @@
+"""The `ringlab` command. Imports stay inside commands so `content check` starts fast."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Ringlab: learn distributed deep-learning training by doing.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+content_app = typer.Typer(help="Authored content in content/.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(content_app, name="content")
+
+
+def _fail_on_problems(exc: Exception) -> None:
+    from app.content.source import ContentError
+
+    if isinstance(exc, ContentError):
+        for problem in exc.problems:
+            typer.echo(str(problem), err=True)
+        typer.echo(f"{len(exc.problems)} problem(s) found; nothing was changed.", err=True)
+        raise typer.Exit(1)
+    raise exc
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[int, typer.Option(help="Web worker processes.")] = 1,
+    reload: Annotated[bool, typer.Option(help="Restart on code changes (development).")] = False,
+) -> None:
+    """Migrate the database, sync content and serve the web app."""
+    import uvicorn
+
+    from app.config import get_settings
+    from app.migrate import upgrade
+
+    upgrade(get_settings().sqlalchemy_url)
+    uvicorn.run("app.asgi:app", host=host, port=port, workers=workers, reload=reload, proxy_headers=True)
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
+    """Create or migrate the database named by DATABASE_URL (default: SQLite in the data directory)."""
+    from app.config import get_settings
+    from app.migrate import upgrade
+
+    url = get_settings().sqlalchemy_url
+    upgrade(url, revision)
+    typer.echo(f"database at {revision}: {_redact(url)}")
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@content_app.command("check")
+def content_check(
+    path: Annotated[Path | None, typer.Argument(help="Content directory (default: content/).")] = None,
+) -> None:
+    """Validate a content tree; list every problem as path:line: message."""
+    from app.content.loader import load_tree
+
+    root = path or _content_dir()
+    try:
+        tree = load_tree(root)
+    except Exception as exc:
+        _fail_on_problems(exc)
+        return
+    n_questions = sum(len(q.questions) for q in tree.quizzes)
+    n_exercises = sum(len(s.exercises) for s in tree.exercise_sets)
+    n_cards = sum(len(d.cards) for d in tree.decks)
+    typer.echo(
+        f"ok: {len(tree.quizzes)} quizzes ({n_questions} questions), {len(tree.exercise_sets)} exercise sets "
+        f"({n_exercises} exercises), {len(tree.decks)} decks ({n_cards} cards)"
+    )
+
+
+@content_app.command("sync")
+def content_sync(
+    path: Annotated[Path | None, typer.Argument(help="Content directory (default: content/).")] = None,
+) -> None:
+    """Validate content and upsert it into the database in one transaction."""
+    from app.config import get_settings
+    from app.content.service import sync_directory
+    from app.db import make_engine, make_sessionmaker
+
+    engine = make_engine(get_settings().sqlalchemy_url)
+    try:
+        report = sync_directory(path or _content_dir(), make_sessionmaker(engine))
+    except Exception as exc:
+        _fail_on_problems(exc)
+        return
+    finally:
+        engine.dispose()
+    summary = report.summary()
+    parts = [
+        f"{verb} " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing") for verb, counts in summary.items()
+    ]
+    typer.echo("synced: " + "; ".join(parts))
+
+
+@content_app.command("export")
+def content_export(
+    fmt: Annotated[str, typer.Option("--format", help="Output format (json).")] = "json",
+    path: Annotated[Path | None, typer.Argument(help="Content directory (default: content/).")] = None,
+) -> None:
+    """Print all content, answers included, as JSON."""
+    from app.content.export import export_tree
+    from app.content.loader import load_tree
+
+    if fmt != "json":
+        typer.echo(f"unknown format '{fmt}': only json is supported", err=True)
+        raise typer.Exit(2)
+    try:
+        tree = load_tree(path or _content_dir())
+    except Exception as exc:
+        _fail_on_problems(exc)
+        return
+    json.dump(export_tree(tree), sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def _content_dir() -> Path:
+    from app.config import get_settings
+
+    return get_settings().content_dir
+
+
+def main() -> None:
+    app()

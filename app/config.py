@@ -1,0 +1,36 @@
+"""Settings, read once from the environment (prefix ``RINGLAB_``, plus ``DATABASE_URL``)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RINGLAB_", env_file=".env", extra="ignore")
+
+    data_dir: Path = REPO_ROOT / "data"
+    database_url: str = Field(default="", validation_alias=AliasChoices("DATABASE_URL", "RINGLAB_DATABASE_URL"))
+    content_dir: Path = REPO_ROOT / "content"
+    sync_content_on_start: bool = True
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """DATABASE_URL if set, else a SQLite file in the data directory."""
+        if self.database_url:
+            url = self.database_url
+            # Plain postgresql:// URLs mean psycopg 3 here, the driver we ship.
+            if url.startswith("postgresql://") or url.startswith("postgres://"):
+                url = "postgresql+psycopg://" + url.split("://", 1)[1]
+            return url
+        return f"sqlite:///{self.data_dir / 'ringlab.sqlite3'}"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,182 @@
+"""Load a content directory into validated models, collecting every problem.
+
+Layout (see README, "Authoring content"):
+
+    quizzes/<quiz>.yaml
+    exercises/<set>/set.yaml  +  exercises/<set>/*.md   (one exercise each)
+    decks/<deck>/deck.yaml    +  decks/<deck>/cards/*.md (one card each)
+    labs/<lab>/               (grading worker labs)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from app.content import rules
+from app.content.models import Card, ContentTree, Deck, DeckMeta, Exercise, ExerciseSet, ExerciseSetMeta, Quiz
+from app.content.source import ContentError, Problem, Source, parse_front_matter, parse_yaml, validation_problems
+
+IGNORED_NAMES = {"README.md", ".gitkeep"}
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Collector:
+    """Gathers problems across files so one run reports all of them."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.problems: list[Problem] = []
+        self.where: rules.Where = {}
+
+    def locate(self, kind: str, item_id: str, source: Source, loc: tuple[Any, ...] = ()) -> None:
+        """Remember where an item is defined; a second definition is a problem."""
+        here = (source.path, source.line(loc))
+        first = self.where.setdefault((kind, item_id), here)
+        if first != here:
+            self.problems.append(
+                Problem(*here, f"duplicate {kind} id '{item_id}' (first defined at {first[0]}:{first[1]})")
+            )
+
+    def rel(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.root.parent))
+        except ValueError:
+            return str(path)
+
+    def read(self, path: Path) -> str | None:
+        try:
+            return path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            self.problems.append(Problem(self.rel(path), 1, f"not UTF-8 text ({exc.reason})"))
+        except OSError as exc:
+            self.problems.append(Problem(self.rel(path), 1, f"cannot read: {exc.strerror}"))
+        return None
+
+    def yaml(self, path: Path) -> Source | None:
+        text = self.read(path)
+        if text is None:
+            return None
+        try:
+            source = parse_yaml(text, self.rel(path))
+        except ContentError as exc:
+            self.problems.extend(exc.problems)
+            return None
+        if not isinstance(source.data, dict):
+            self.problems.append(source.problem((), "expected a mapping of fields at the top of the file"))
+            return None
+        return source
+
+    def validate(self, model: type[M], source: Source, data: Any) -> M | None:
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            self.problems.extend(validation_problems(exc, source))
+            return None
+
+
+def _load_quiz(c: _Collector, path: Path) -> Quiz | None:
+    source = c.yaml(path)
+    if source is None:
+        return None
+    quiz = c.validate(Quiz, source, source.data)
+    if quiz is not None:
+        c.locate("quiz", quiz.id, source, ("id",))
+        for i, question in enumerate(quiz.questions):
+            c.locate("question", question.id, source, ("questions", i))
+        c.problems.extend(rules.check_quiz(quiz, source))
+    return quiz
+
+
+def _markdown_item(c: _Collector, path: Path, body_field: str) -> tuple[Source, dict[str, Any]] | None:
+    text = c.read(path)
+    if text is None:
+        return None
+    try:
+        meta, body, body_line = parse_front_matter(text, c.rel(path))
+    except ContentError as exc:
+        c.problems.extend(exc.problems)
+        return None
+    if body_field in meta.data:
+        c.problems.append(meta.problem((body_field,), f"'{body_field}' is the Markdown after the front matter"))
+        return None
+    meta.lines[(body_field,)] = body_line
+    return meta, {**meta.data, body_field: body}
+
+
+def _load_exercise_set(c: _Collector, folder: Path) -> ExerciseSet | None:
+    set_source = c.yaml(folder / "set.yaml")
+    meta = c.validate(ExerciseSetMeta, set_source, set_source.data) if set_source else None
+    exercises: list[tuple[Exercise, Source]] = []
+    for path in sorted(folder.glob("*.md")):
+        item = _markdown_item(c, path, "body")
+        if item is None:
+            continue
+        exercise = c.validate(Exercise, *item)
+        if exercise is not None:
+            c.locate("exercise", exercise.id, item[0])
+            exercises.append((exercise, item[0]))
+    if meta is None or set_source is None:
+        return None
+    c.locate("exercise set", meta.id, set_source, ("id",))
+    c.problems.extend(rules.check_exercise_set(meta, set_source, exercises))
+    ordered = sorted((e for e, _ in exercises), key=lambda e: rules.number_key(e.number))
+    return ExerciseSet(**meta.model_dump(), exercises=ordered)
+
+
+def _load_deck(c: _Collector, folder: Path) -> Deck | None:
+    deck_source = c.yaml(folder / "deck.yaml")
+    meta = c.validate(DeckMeta, deck_source, deck_source.data) if deck_source else None
+    cards: list[tuple[Card, Source]] = []
+    for path in sorted((folder / "cards").glob("*.md")):
+        item = _markdown_item(c, path, "back")
+        if item is None:
+            continue
+        card = c.validate(Card, *item)
+        if card is not None:
+            c.locate("card", card.id, item[0])
+            cards.append((card, item[0]))
+    if meta is None or deck_source is None:
+        return None
+    c.locate("deck", meta.id, deck_source, ("id",))
+    ordered = sorted((card for card, _ in cards), key=lambda card: (card.number is None, card.number or 0, card.id))
+    return Deck(**meta.model_dump(), cards=ordered)
+
+
+def _unexpected(c: _Collector, root: Path) -> None:
+    expected_dirs = {"quizzes", "exercises", "decks", "labs"}
+    for entry in sorted(root.iterdir()):
+        if entry.name in IGNORED_NAMES or entry.name.startswith("."):
+            continue
+        if not (entry.is_dir() and entry.name in expected_dirs):
+            c.problems.append(
+                Problem(c.rel(entry), 1, "unexpected entry: content holds quizzes/, exercises/, decks/ and labs/")
+            )
+
+
+def load_tree(root: Path, *, check_markdown: bool = True) -> ContentTree:
+    """Load and validate every item under ``root``.
+
+    Raises ContentError listing every problem found, each as ``path:line: message``.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ContentError([Problem(str(root), 1, "content directory not found")])
+    c = _Collector(root)
+    _unexpected(c, root)
+    quizzes = [q for p in sorted((root / "quizzes").glob("*.yaml")) if (q := _load_quiz(c, p))]
+    sets = [s for d in _subdirs(root / "exercises") if (s := _load_exercise_set(c, d))]
+    decks = [d for f in _subdirs(root / "decks") if (d := _load_deck(c, f))]
+    tree = ContentTree(quizzes=quizzes, exercise_sets=sets, decks=decks)
+    c.problems.extend(rules.check_references(tree, c.where))
+    if check_markdown:
+        c.problems.extend(rules.check_markdown(tree, c.where))
+    if c.problems:
+        raise ContentError(c.problems)
+    return tree
+
+
+def _subdirs(path: Path) -> list[Path]:
+    return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []

@@ -1,0 +1,140 @@
+"""Pydantic models for authored content: what a valid file may say.
+
+These models validate one item at a time. Rules that span items (unique ids,
+sections that exist, scoring tiers that cover every score) live in
+``app.content.rules`` so they can report every problem at once.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=80)]
+Text = Annotated[str, Field(min_length=1)]
+OPTION_KEY = re.compile(r"^[A-Z]$")
+
+
+class Strict(BaseModel):
+    """Unknown fields are an authoring error, not something to ignore."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Section(Strict):
+    id: Id
+    title: Text
+
+
+class Tier(Strict):
+    """One row of a scoring guide: raw scores ``min..max`` inclusive."""
+
+    min: int = Field(ge=0)
+    max: int = Field(ge=0)
+    level: Text
+    recommendation: Text
+
+
+class Option(Strict):
+    key: str
+    text: Text
+
+
+class Question(Strict):
+    id: Id
+    section: Id | None = None
+    prompt: Text
+    options: list[Option] = Field(min_length=2)
+    answer: str
+    explanation: Text
+    cards: list[Id] = Field(default_factory=list)
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options_from_mapping(cls, value: object) -> object:
+        # Authors write options as an ordered mapping `A: text`; keep its order.
+        if isinstance(value, dict):
+            return [{"key": str(k), "text": v} for k, v in value.items()]
+        return value
+
+
+class Quiz(Strict):
+    id: Id
+    title: Text
+    description: str = ""
+    version: str | None = None
+    last_updated: str | None = None
+    passing_score: float | None = Field(default=None, gt=0, le=1)
+    time_limit_minutes: int | None = Field(default=None, gt=0)
+    shuffle_options: bool = False
+    sections: list[Section] = Field(default_factory=list)
+    scoring_guide: list[Tier] = Field(default_factory=list)
+    questions: list[Question] = Field(min_length=1)
+
+    @field_validator("version", "last_updated", mode="before")
+    @classmethod
+    def _as_text(cls, value: object) -> object:
+        # YAML reads `1.0` as a float and `2025-10-16` as a date; both are labels here.
+        return None if value is None else str(value)
+
+
+class ExerciseSetMeta(Strict):
+    id: Id
+    title: Text
+    description: str = ""
+    sections: list[Section] = Field(default_factory=list)
+    difficulty_legend: dict[int, str] = Field(default_factory=dict)
+
+
+class Exercise(Strict):
+    id: Id
+    number: Text
+    title: str | None = None
+    section: Id | None = None
+    difficulty: int | None = Field(default=None, ge=1, le=4)
+    body: Text
+
+
+class ExerciseSet(Strict):
+    id: Id
+    title: Text
+    description: str = ""
+    sections: list[Section] = Field(default_factory=list)
+    difficulty_legend: dict[int, str] = Field(default_factory=dict)
+    exercises: list[Exercise]
+
+
+class DeckMeta(Strict):
+    id: Id
+    title: Text
+    description: str = ""
+    rating_prompt: str = "How well did you know this?"
+    rating_labels: dict[int, str] = Field(default_factory=dict)
+
+
+class Card(Strict):
+    id: Id
+    number: int | None = None
+    topic: str | None = None
+    front: Text
+    back: Text
+
+
+class Deck(Strict):
+    id: Id
+    title: Text
+    description: str = ""
+    rating_prompt: str = "How well did you know this?"
+    rating_labels: dict[int, str] = Field(default_factory=dict)
+    cards: list[Card]
+
+
+class ContentTree(Strict):
+    """Everything under one content directory, validated."""
+
+    quizzes: list[Quiz] = Field(default_factory=list)
+    exercise_sets: list[ExerciseSet] = Field(default_factory=list)
+    decks: list[Deck] = Field(default_factory=list)

@@ -1,0 +1,118 @@
+"""Database rows for authored content, keyed by the ids written in the files.
+
+Rows are never deleted: an item removed from content/ gets ``retired_at`` so
+students' history that points at it keeps its meaning.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.db import Base, UTCDateTime, utcnow
+
+
+class ContentItem:
+    """Columns every content row has."""
+
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Quiz(ContentItem, Base):
+    __tablename__ = "quizzes"
+
+    title: Mapped[str] = mapped_column(String(300))
+    description_html: Mapped[str] = mapped_column(Text, default="")
+    version: Mapped[str | None] = mapped_column(String(40))
+    last_updated: Mapped[str | None] = mapped_column(String(40))
+    passing_score: Mapped[float | None] = mapped_column(Float)
+    time_limit_minutes: Mapped[int | None] = mapped_column(Integer)
+    shuffle_options: Mapped[bool] = mapped_column(Boolean, default=False)
+    sections: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    scoring_guide: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    questions: Mapped[list[Question]] = relationship(back_populates="quiz", order_by="Question.position")
+
+
+class Question(ContentItem, Base):
+    __tablename__ = "questions"
+
+    quiz_id: Mapped[str] = mapped_column(ForeignKey("quizzes.id"), index=True)
+    section_id: Mapped[str | None] = mapped_column(String(80))
+    prompt_html: Mapped[str] = mapped_column(Text)
+    options: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    answer: Mapped[str] = mapped_column(String(4))
+    explanation_html: Mapped[str] = mapped_column(Text)
+    card_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    quiz: Mapped[Quiz] = relationship(back_populates="questions")
+
+
+class ExerciseSet(ContentItem, Base):
+    __tablename__ = "exercise_sets"
+
+    title: Mapped[str] = mapped_column(String(300))
+    description_html: Mapped[str] = mapped_column(Text, default="")
+    sections: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    difficulty_legend: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    exercises: Mapped[list[Exercise]] = relationship(back_populates="exercise_set", order_by="Exercise.position")
+
+
+class Exercise(ContentItem, Base):
+    __tablename__ = "exercises"
+
+    set_id: Mapped[str] = mapped_column(ForeignKey("exercise_sets.id"), index=True)
+    number: Mapped[str] = mapped_column(String(20))
+    title: Mapped[str | None] = mapped_column(String(300))
+    section_id: Mapped[str | None] = mapped_column(String(80))
+    difficulty: Mapped[int | None] = mapped_column(Integer)
+    body_html: Mapped[str] = mapped_column(Text)
+    source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    exercise_set: Mapped[ExerciseSet] = relationship(back_populates="exercises")
+
+
+class Deck(ContentItem, Base):
+    __tablename__ = "decks"
+
+    title: Mapped[str] = mapped_column(String(300))
+    description_html: Mapped[str] = mapped_column(Text, default="")
+    rating_prompt: Mapped[str] = mapped_column(String(300))
+    rating_labels: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    cards: Mapped[list[Card]] = relationship(back_populates="deck", order_by="Card.position")
+
+
+class Card(ContentItem, Base):
+    __tablename__ = "cards"
+
+    deck_id: Mapped[str] = mapped_column(ForeignKey("decks.id"), index=True)
+    number: Mapped[int | None] = mapped_column(Integer)
+    topic: Mapped[str | None] = mapped_column(String(200))
+    front_html: Mapped[str] = mapped_column(Text)
+    back_html: Mapped[str] = mapped_column(Text)
+    source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    deck: Mapped[Deck] = relationship(back_populates="cards")
+
+
+class ContentSync(Base):
+    """One row per successful sync: what was loaded, and when."""
+
+    __tablename__ = "content_syncs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    synced_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    digest: Mapped[str] = mapped_column(String(64))
+    summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

@@ -1,0 +1,148 @@
+"""Rules that span items: references, scoring tiers, Markdown that renders.
+
+Each function is pure over validated models and returns Problems; the loader
+decides where they came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from app.content import markdown
+from app.content.models import ContentTree, Exercise, ExerciseSetMeta, Quiz
+from app.content.source import Problem, Source
+
+Where = dict[tuple[str, str], tuple[str, int]]
+OPTION_KEY = re.compile(r"^[A-Z]$")
+
+
+def number_key(number: str) -> tuple[int | str, ...]:
+    """Sort "35.10" after "35.9"."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"[.\s]", number))
+
+
+def tier_problems(tiers: list[tuple[int, int]], max_score: int) -> list[tuple[int, str]]:
+    """Check that tiers cover 0..max_score exactly once. Returns (tier index, message)."""
+    out: list[tuple[int, str]] = []
+    for i, (lo, hi) in enumerate(tiers):
+        if lo > hi:
+            out.append((i, f"tier {lo}-{hi}: min is greater than max"))
+        if hi > max_score:
+            out.append((i, f"tier {lo}-{hi} goes past the highest possible score {max_score}"))
+    if out:
+        return out
+    order = sorted(range(len(tiers)), key=lambda i: tiers[i])
+    expected = 0
+    for i in order:
+        lo, hi = tiers[i]
+        if lo > expected:
+            out.append((i, f"scoring tiers leave a gap: no tier covers score {expected}-{lo - 1}"))
+        elif lo < expected:
+            out.append((i, f"scoring tiers overlap at score {lo}-{min(hi, expected - 1)}"))
+        expected = max(expected, hi + 1)
+    if expected <= max_score:
+        out.append((order[-1], f"scoring tiers leave a gap: no tier covers score {expected}-{max_score}"))
+    return out
+
+
+def check_quiz(quiz: Quiz, source: Source) -> list[Problem]:
+    problems: list[Problem] = []
+    section_ids = [s.id for s in quiz.sections]
+    for i, section in enumerate(quiz.sections):
+        if section.id in section_ids[:i]:
+            problems.append(source.problem(("sections", i, "id"), f"duplicate section id '{section.id}'"))
+    for i, q in enumerate(quiz.questions):
+        at = ("questions", i)
+        keys = [o.key for o in q.options]
+        for j, key in enumerate(keys):
+            if not OPTION_KEY.match(key):
+                problems.append(
+                    source.problem((*at, "options"), f"{q.id}: option key '{key}' must be one capital letter")
+                )
+            elif key in keys[:j]:
+                problems.append(source.problem((*at, "options"), f"{q.id}: duplicate option key '{key}'"))
+        if q.answer not in keys:
+            problems.append(
+                source.problem(
+                    (*at, "answer"), f"{q.id}: answer '{q.answer}' is not among the options {', '.join(keys)}"
+                )
+            )
+        if quiz.sections and q.section is None:
+            problems.append(source.problem(at, f"{q.id}: missing field 'section' (the quiz has sections)"))
+        elif q.section is not None and q.section not in section_ids:
+            problems.append(source.problem((*at, "section"), f"{q.id}: unknown section '{q.section}'"))
+    tiers = [(t.min, t.max) for t in quiz.scoring_guide]
+    for i, message in tier_problems(tiers, len(quiz.questions)) if tiers else []:
+        problems.append(source.problem(("scoring_guide", i), message))
+    return problems
+
+
+def check_exercise_set(
+    meta: ExerciseSetMeta, source: Source, exercises: list[tuple[Exercise, Source]]
+) -> list[Problem]:
+    problems: list[Problem] = []
+    section_ids = {s.id for s in meta.sections}
+    numbers: dict[str, str] = {}
+    for exercise, where in exercises:
+        if exercise.section is not None and exercise.section not in section_ids:
+            problems.append(
+                where.problem(("section",), f"unknown section '{exercise.section}' (set.yaml lists the sections)")
+            )
+        if (
+            meta.difficulty_legend
+            and exercise.difficulty is not None
+            and exercise.difficulty not in meta.difficulty_legend
+        ):
+            problems.append(
+                where.problem(("difficulty",), f"difficulty {exercise.difficulty} is not in the set's legend")
+            )
+        if exercise.number in numbers:
+            problems.append(
+                where.problem(("number",), f"exercise number {exercise.number} also used in {numbers[exercise.number]}")
+            )
+        numbers.setdefault(exercise.number, where.path)
+    return problems
+
+
+def check_references(tree: ContentTree, where: Where) -> list[Problem]:
+    card_ids = {card.id for deck in tree.decks for card in deck.cards}
+    problems = []
+    for quiz in tree.quizzes:
+        for q in quiz.questions:
+            for card_id in q.cards:
+                if card_id not in card_ids:
+                    problems.append(Problem(*where[("question", q.id)], f"{q.id}: unknown card '{card_id}' in cards"))
+    return problems
+
+
+def markdown_fields(tree: ContentTree) -> Iterator[tuple[tuple[str, str], str, str]]:
+    """Every Markdown field in the tree as ((kind, id), field name, text)."""
+    for quiz in tree.quizzes:
+        yield ("quiz", quiz.id), "description", quiz.description
+        for q in quiz.questions:
+            yield ("question", q.id), "prompt", q.prompt
+            yield ("question", q.id), "explanation", q.explanation
+            for o in q.options:
+                yield ("question", q.id), f"option {o.key}", o.text
+        for tier in quiz.scoring_guide:
+            yield ("quiz", quiz.id), "scoring_guide", tier.recommendation
+    for ex_set in tree.exercise_sets:
+        yield ("exercise set", ex_set.id), "description", ex_set.description
+        for ex in ex_set.exercises:
+            yield ("exercise", ex.id), "body", ex.body
+    for deck in tree.decks:
+        for card in deck.cards:
+            yield ("card", card.id), "front", card.front
+            yield ("card", card.id), "back", card.back
+
+
+def check_markdown(tree: ContentTree, where: Where) -> list[Problem]:
+    problems = []
+    for key, field, text in markdown_fields(tree):
+        try:
+            markdown.check(text)
+        except markdown.MarkdownError as exc:
+            path, line = where.get(key, ("content", 1))
+            problems.append(Problem(path, line, f"{key[0]} {key[1]} {field}: {exc}"))
+    return problems

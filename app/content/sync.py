@@ -1,0 +1,172 @@
+"""Upsert a validated content tree into the database by id, in one transaction.
+
+Items are matched by the ids written in their files, so editing text keeps
+every student's history. Items no longer in the tree are retired (hidden),
+never deleted; an item that comes back is un-retired.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.content import markdown
+from app.content import models as m
+from app.content import records as r
+
+Row = TypeVar("Row", bound=r.ContentItem)
+
+
+@dataclass
+class SyncReport:
+    added: dict[str, int] = field(default_factory=dict)
+    updated: dict[str, int] = field(default_factory=dict)
+    retired: dict[str, int] = field(default_factory=dict)
+    digest: str = ""
+
+    def count(self, bucket: dict[str, int], kind: str) -> None:
+        bucket[kind] = bucket.get(kind, 0) + 1
+
+    def summary(self) -> dict[str, Any]:
+        return {"added": self.added, "updated": self.updated, "retired": self.retired}
+
+
+def digest(tree: m.ContentTree) -> str:
+    """A stable fingerprint of the whole tree's content."""
+    return hashlib.sha256(json.dumps(tree.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
+
+class _Upserter:
+    def __init__(self, session: Session, now: datetime, report: SyncReport):
+        self.session = session
+        self.now = now
+        self.report = report
+        self.seen: dict[type, set[str]] = {}
+        self.existing: dict[type, dict[str, Any]] = {}
+
+    def _existing(self, model: type[Row]) -> dict[str, Row]:
+        # One query per table instead of one per item.
+        if model not in self.existing:
+            self.existing[model] = {row.id: row for row in self.session.scalars(select(model))}
+        return self.existing[model]
+
+    def upsert(self, model: type[Row], kind: str, item_id: str, position: int, values: dict[str, Any]) -> Row:
+        self.seen.setdefault(model, set()).add(item_id)
+        row = self._existing(model).get(item_id)
+        values = {**values, "position": position, "retired_at": None}
+        if row is None:
+            row = model(id=item_id, updated_at=self.now, **values)  # type: ignore[call-arg]
+            self.session.add(row)
+            self.report.count(self.report.added, kind)
+            return row
+        changed = {k: v for k, v in values.items() if getattr(row, k) != v}
+        if changed:
+            for key, value in changed.items():
+                setattr(row, key, value)
+            row.updated_at = self.now
+            self.report.count(self.report.updated, kind)
+        return row
+
+    def retire_unseen(self, model: type[Row], kind: str) -> None:
+        seen = self.seen.get(model, set())
+        for row in self._existing(model).values():
+            if row.id not in seen and row.retired_at is None:
+                row.retired_at = self.now
+                self.report.count(self.report.retired, kind)
+
+
+def _quiz_values(quiz: m.Quiz) -> dict[str, Any]:
+    return {
+        "title": quiz.title,
+        "description_html": markdown.render(quiz.description),
+        "version": quiz.version,
+        "last_updated": quiz.last_updated,
+        "passing_score": quiz.passing_score,
+        "time_limit_minutes": quiz.time_limit_minutes,
+        "shuffle_options": quiz.shuffle_options,
+        "sections": [s.model_dump() for s in quiz.sections],
+        "scoring_guide": [
+            {**t.model_dump(), "recommendation_html": markdown.render_inline(t.recommendation)}
+            for t in quiz.scoring_guide
+        ],
+        "source": quiz.model_dump(exclude={"questions"}),
+    }
+
+
+def _question_values(quiz: m.Quiz, q: m.Question) -> dict[str, Any]:
+    return {
+        "quiz_id": quiz.id,
+        "section_id": q.section,
+        "prompt_html": markdown.render(q.prompt),
+        "options": [{"key": o.key, "html": markdown.render_inline(o.text)} for o in q.options],
+        "answer": q.answer,
+        "explanation_html": markdown.render(q.explanation),
+        "card_ids": list(q.cards),
+        "source": q.model_dump(),
+    }
+
+
+def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncReport:
+    """Make the database's content match ``tree``. The caller owns the transaction."""
+    report = SyncReport(digest=digest(tree))
+    up = _Upserter(session, now, report)
+    for qi, quiz in enumerate(tree.quizzes):
+        up.upsert(r.Quiz, "quiz", quiz.id, qi, _quiz_values(quiz))
+        for i, q in enumerate(quiz.questions):
+            up.upsert(r.Question, "question", q.id, i, _question_values(quiz, q))
+    for si, ex_set in enumerate(tree.exercise_sets):
+        up.upsert(
+            r.ExerciseSet,
+            "exercise set",
+            ex_set.id,
+            si,
+            {
+                "title": ex_set.title,
+                "description_html": markdown.render(ex_set.description),
+                "sections": [s.model_dump() for s in ex_set.sections],
+                "difficulty_legend": {str(k): v for k, v in ex_set.difficulty_legend.items()},
+                "source": ex_set.model_dump(exclude={"exercises"}, mode="json"),
+            },
+        )
+        for i, ex in enumerate(ex_set.exercises):
+            values = {
+                "set_id": ex_set.id,
+                "number": ex.number,
+                "title": ex.title,
+                "section_id": ex.section,
+                "difficulty": ex.difficulty,
+                "body_html": markdown.render(ex.body),
+                "source": ex.model_dump(),
+            }
+            up.upsert(r.Exercise, "exercise", ex.id, i, values)
+    for di, deck in enumerate(tree.decks):
+        deck_values = {
+            "title": deck.title,
+            "description_html": markdown.render(deck.description),
+            "rating_prompt": deck.rating_prompt,
+            "rating_labels": {str(k): v for k, v in deck.rating_labels.items()},
+            "source": deck.model_dump(exclude={"cards"}, mode="json"),
+        }
+        up.upsert(r.Deck, "deck", deck.id, di, deck_values)
+        for i, card in enumerate(deck.cards):
+            values = {
+                "deck_id": deck.id,
+                "number": card.number,
+                "topic": card.topic,
+                "front_html": markdown.render(card.front),
+                "back_html": markdown.render(card.back),
+                "source": card.model_dump(),
+            }
+            up.upsert(r.Card, "card", card.id, i, values)
+    # Children first, so a retired parent never hides a live child.
+    for model, kind in ((r.Question, "question"), (r.Quiz, "quiz"), (r.Exercise, "exercise"),
+                        (r.ExerciseSet, "exercise set"), (r.Card, "card"), (r.Deck, "deck")):  # fmt: skip
+        up.retire_unseen(model, kind)
+    session.add(r.ContentSync(synced_at=now, digest=report.digest, summary=report.summary()))
+    return report

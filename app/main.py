@@ -1,0 +1,51 @@
+"""create_app(): wires settings, database, routers, middleware and start-up."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.config import REPO_ROOT, Settings, get_settings
+from app.content.service import sync_directory
+from app.content.source import ContentError
+from app.db import make_engine, make_sessionmaker
+from app.exercises.views import router as exercises_router
+from app.flashcards.views import router as flashcards_router
+from app.quizzes.views import router as quizzes_router
+from app.web import errors
+from app.web.pages import router as pages_router
+from app.web.security import SecurityHeaders
+
+log = logging.getLogger("ringlab")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings.sqlalchemy_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.sync_content_on_start:
+            try:
+                report = sync_directory(settings.content_dir, app.state.sessionmaker)
+                log.info("content synced: %s", report.summary())
+            except ContentError as exc:
+                # Keep serving what is already loaded; the problems are for the author.
+                log.error("content not synced, still serving the last good content:\n%s", exc)
+        yield
+        engine.dispose()
+
+    app = FastAPI(title="Ringlab", version="0.1.0", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+    app.add_middleware(SecurityHeaders)
+    app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
+    errors.install(app)
+    for router in (pages_router, quizzes_router, exercises_router, flashcards_router):
+        app.include_router(router)
+    return app

@@ -1,0 +1,7 @@
+"""Import every module that defines tables, so Base.metadata knows them all."""
+
+from __future__ import annotations
+
+
+def load_all() -> None:
+    import app.content.records  # noqa: F401

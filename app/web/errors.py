@@ -1,0 +1,55 @@
+"""Map domain exceptions and HTTP errors to friendly pages, or JSON under /api."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from app.errors import DomainError
+from app.web.templating import render
+
+log = logging.getLogger(__name__)
+TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Not allowed", 413: "Too large",
+          422: "Invalid input", 429: "Too many requests", 500: "Something went wrong"}  # fmt: skip
+
+
+def wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def error_response(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    if wants_json(request):
+        return JSONResponse({"detail": message}, status_code=status, headers=headers)
+    context = {"status": status, "title": TITLES.get(status, "Error"), "message": message}
+    response = render(request, "errors/error.html", context, status_code=status)
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def domain_error(request: Request, exc: DomainError) -> Response:
+        return error_response(request, exc.status_code, exc.message)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        message = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "Error")
+        return error_response(request, exc.status_code, message, getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        if wants_json(request):
+            return JSONResponse({"detail": "Invalid request.", "errors": exc.errors()}, status_code=422)
+        reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors())
+        return error_response(request, 422, reasons or "Invalid request.")
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        # Log the traceback for us; the browser only ever sees a plain apology.
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(request, 500, "Something went wrong on our side. It has been logged.")

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Idempotent set-up, shared by scripts/run.sh and scripts/test.sh.
+#   scripts/setup.sh run   system packages the app needs, virtualenv, Python and npm packages, assets
+#   scripts/setup.sh test  the same, plus PostgreSQL and Chromium for the test suite
+# Each step is skipped when it is already done (stamps in .venv/ and node_modules/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "need root to run: $*" >&2; return 1; fi
+}
+
+apt_packages=(bubblewrap)
+[ "$mode" = test ] && apt_packages+=(postgresql chromium)
+missing=()
+for pkg in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing system packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  say "creating virtualenv .venv"
+  "$python" -m venv .venv
+fi
+extras=$([ "$mode" = test ] && echo "[dev]" || echo "")
+stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)${extras:+-dev}"
+if [ ! -f "$stamp" ]; then
+  say "installing Python packages"
+  .venv/bin/pip install -q --disable-pip-version-check -e ".${extras}"
+  touch "$stamp"
+fi
+
+lock_stamp="node_modules/.installed-$(cat package.json package-lock.json | sha256sum | cut -c1-16)"
+if [ ! -f "$lock_stamp" ]; then
+  say "installing front-end packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+  touch "$lock_stamp"
+fi
+# Built into static/vendor/ from node_modules, never committed.
+mkdir -p static/vendor/htmx static/vendor/pico
+cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx/
+cp node_modules/@picocss/pico/css/pico.min.css static/vendor/pico/

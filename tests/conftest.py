@@ -1,17 +1,37 @@
-"""Shared fixtures: where the repository, its content and the seed documents are."""
+"""Shared fixtures.
+
+Database tests run once per backend: SQLite, and a real PostgreSQL server this
+suite starts as a throwaway cluster (RINGLAB_TEST_BACKENDS=sqlite narrows it).
+Each backend is migrated with Alembic and loaded with the repository's content
+once; every test then runs inside a transaction that is rolled back.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session, sessionmaker
 
+from app.config import Settings
 from app.content.loader import load_tree
 from app.content.models import ContentTree
+from app.content.service import sync_directory
+from app.db import make_engine, make_sessionmaker
+from app.main import create_app
+from app.migrate import upgrade
+from tests.pg import PostgresCluster
 
 REPO = Path(__file__).resolve().parents[1]
 CONTENT_DIR = REPO / "content"
+BACKENDS = [b.strip() for b in os.environ.get("RINGLAB_TEST_BACKENDS", "sqlite,postgresql").split(",") if b.strip()]
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +46,80 @@ def seeds_dir() -> Path:
 def content_tree() -> ContentTree:
     """The repository's content/ tree, loaded and validated."""
     return load_tree(CONTENT_DIR)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    # Not under pytest's tmp dir: that is private to this user, and as root the
+    # server runs as the `postgres` user, which must be able to reach its files.
+    base = Path(tempfile.mkdtemp(prefix="ringlab-pg-"))
+    base.chmod(0o755)
+    cluster = PostgresCluster(base)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def make_db_url(backend: str, request: pytest.FixtureRequest, name: str) -> str:
+    """A fresh, empty database on ``backend``."""
+    if backend == "sqlite":
+        return f"sqlite:///{request.getfixturevalue('tmp_path_factory').mktemp('db') / f'{name}.sqlite3'}"
+    cluster: PostgresCluster = request.getfixturevalue("postgres")
+    return cluster.create_database(name)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def db_url(request: pytest.FixtureRequest) -> str:
+    """A migrated database with the repository's content synced into it."""
+    url = make_db_url(request.param, request, "ringlab_test")
+    upgrade(url)
+    engine = make_engine(url)
+    sync_directory(CONTENT_DIR, make_sessionmaker(engine))
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="session")
+def engine(db_url: str) -> Iterator[Engine]:
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def connection(engine: Engine) -> Iterator[Connection]:
+    with engine.connect() as conn:
+        outer = conn.begin()
+        yield conn
+        outer.rollback()
+
+
+@pytest.fixture
+def session_factory(connection: Connection) -> sessionmaker[Session]:
+    """Sessions whose commits are savepoints inside the test's rolled-back transaction."""
+    return sessionmaker(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
+
+
+@pytest.fixture
+def session(session_factory: sessionmaker[Session]) -> Iterator[Session]:
+    with session_factory() as s:
+        yield s
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=db_url, data_dir=tmp_path, content_dir=CONTENT_DIR, sync_content_on_start=False)
+
+
+@pytest.fixture
+def app(settings: Settings, session_factory: sessionmaker[Session]) -> FastAPI:
+    application = create_app(settings)
+    application.state.sessionmaker = session_factory
+    return application
+
+
+@pytest.fixture
+def client(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(app) as c:
+        yield c

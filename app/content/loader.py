@@ -33,12 +33,10 @@ class _Collector:
 
     def locate(self, kind: str, item_id: str, source: Source, loc: tuple[Any, ...] = ()) -> None:
         """Remember where an item is defined; a second definition is a problem."""
-        here = (source.path, source.line(loc))
-        first = self.where.setdefault((kind, item_id), here)
-        if first != here:
-            self.problems.append(
-                Problem(*here, f"duplicate {kind} id '{item_id}' (first defined at {first[0]}:{first[1]})")
-            )
+        first = self.where.setdefault((kind, item_id), (source, loc))
+        if first[0] is not source or first[1] != loc:
+            there = f"{first[0].path}:{first[0].line(first[1])}"
+            self.problems.append(source.problem(loc, f"duplicate {kind} id '{item_id}' (first defined at {there})"))
 
     def rel(self, path: Path) -> str:
         try:
@@ -83,7 +81,7 @@ def _load_quiz(c: _Collector, path: Path) -> Quiz | None:
         return None
     quiz = c.validate(Quiz, source, source.data)
     if quiz is not None:
-        c.locate("quiz", quiz.id, source, ("id",))
+        c.locate("quiz", quiz.id, source)
         for i, question in enumerate(quiz.questions):
             c.locate("question", question.id, source, ("questions", i))
         c.problems.extend(rules.check_quiz(quiz, source))
@@ -120,7 +118,7 @@ def _load_exercise_set(c: _Collector, folder: Path) -> ExerciseSet | None:
             exercises.append((exercise, item[0]))
     if meta is None or set_source is None:
         return None
-    c.locate("exercise set", meta.id, set_source, ("id",))
+    c.locate("exercise set", meta.id, set_source)
     c.problems.extend(rules.check_exercise_set(meta, set_source, exercises))
     ordered = sorted((e for e, _ in exercises), key=lambda e: rules.number_key(e.number))
     return ExerciseSet(**meta.model_dump(), exercises=ordered)
@@ -140,7 +138,7 @@ def _load_deck(c: _Collector, folder: Path) -> Deck | None:
             cards.append((card, item[0]))
     if meta is None or deck_source is None:
         return None
-    c.locate("deck", meta.id, deck_source, ("id",))
+    c.locate("deck", meta.id, deck_source)
     ordered = sorted((card for card, _ in cards), key=lambda card: (card.number is None, card.number or 0, card.id))
     return Deck(**meta.model_dump(), cards=ordered)
 

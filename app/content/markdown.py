@@ -14,6 +14,7 @@ from functools import lru_cache
 import nh3
 from latex2mathml.converter import convert as latex_to_mathml
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
@@ -56,6 +57,7 @@ def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table").enable("strikethrough")
     # Keep escaped characters (`\$`) as their own tokens so a stray `$` can be told from an escaped one.
     md.disable("text_join")
+    md.add_render_rule("text_special", lambda self, tokens, idx, options, env: escapeHtml(tokens[idx].content))
     md.use(dollarmath_plugin, allow_space=True, allow_digits=False, double_inline=True)
     md.add_render_rule("math_inline", _math(display=False))
     md.add_render_rule("math_inline_double", _math(display=True))

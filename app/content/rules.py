@@ -13,7 +13,8 @@ from app.content import markdown
 from app.content.models import ContentTree, Exercise, ExerciseSetMeta, Quiz
 from app.content.source import Problem, Source
 
-Where = dict[tuple[str, str], tuple[str, int]]
+Where = dict[tuple[str, str], tuple[Source, tuple[str | int, ...]]]
+"""(kind, id) -> the file an item is defined in and the path of the item inside it."""
 OPTION_KEY = re.compile(r"^[A-Z]$")
 
 
@@ -112,29 +113,31 @@ def check_references(tree: ContentTree, where: Where) -> list[Problem]:
         for q in quiz.questions:
             for card_id in q.cards:
                 if card_id not in card_ids:
-                    problems.append(Problem(*where[("question", q.id)], f"{q.id}: unknown card '{card_id}' in cards"))
+                    source, loc = where[("question", q.id)]
+                    problems.append(source.problem((*loc, "cards"), f"{q.id}: unknown card '{card_id}' in cards"))
     return problems
 
 
-def markdown_fields(tree: ContentTree) -> Iterator[tuple[tuple[str, str], str, str]]:
-    """Every Markdown field in the tree as ((kind, id), field name, text)."""
+def markdown_fields(tree: ContentTree) -> Iterator[tuple[tuple[str, str], tuple[str | int, ...], str]]:
+    """Every Markdown field in the tree as ((kind, id), path of the field inside the item, text)."""
     for quiz in tree.quizzes:
-        yield ("quiz", quiz.id), "description", quiz.description
+        yield ("quiz", quiz.id), ("description",), quiz.description
+        for i, tier in enumerate(quiz.scoring_guide):
+            yield ("quiz", quiz.id), ("scoring_guide", i, "recommendation"), tier.recommendation
         for q in quiz.questions:
-            yield ("question", q.id), "prompt", q.prompt
-            yield ("question", q.id), "explanation", q.explanation
+            yield ("question", q.id), ("prompt",), q.prompt
             for o in q.options:
-                yield ("question", q.id), f"option {o.key}", o.text
-        for tier in quiz.scoring_guide:
-            yield ("quiz", quiz.id), "scoring_guide", tier.recommendation
+                yield ("question", q.id), ("options", o.key), o.text
+            yield ("question", q.id), ("explanation",), q.explanation
     for ex_set in tree.exercise_sets:
-        yield ("exercise set", ex_set.id), "description", ex_set.description
+        yield ("exercise set", ex_set.id), ("description",), ex_set.description
         for ex in ex_set.exercises:
-            yield ("exercise", ex.id), "body", ex.body
+            yield ("exercise", ex.id), ("body",), ex.body
     for deck in tree.decks:
+        yield ("deck", deck.id), ("description",), deck.description
         for card in deck.cards:
-            yield ("card", card.id), "front", card.front
-            yield ("card", card.id), "back", card.back
+            yield ("card", card.id), ("front",), card.front
+            yield ("card", card.id), ("back",), card.back
 
 
 def check_markdown(tree: ContentTree, where: Where) -> list[Problem]:
@@ -143,6 +146,7 @@ def check_markdown(tree: ContentTree, where: Where) -> list[Problem]:
         try:
             markdown.check(text)
         except markdown.MarkdownError as exc:
-            path, line = where.get(key, ("content", 1))
-            problems.append(Problem(path, line, f"{key[0]} {key[1]} {field}: {exc}"))
+            source, loc = where[key]
+            name = ".".join(str(p) for p in field)
+            problems.append(source.problem((*loc, *field), f"{key[0]} {key[1]} {name}: {exc}"))
     return problems

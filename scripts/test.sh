@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One command from a fresh clone to the whole test suite: set-up (system
+# packages incl. PostgreSQL and Chromium, virtualenv, npm assets), then lint,
+# type-check and pytest against SQLite and a throwaway PostgreSQL cluster.
+#   scripts/test.sh [pytest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh test
+echo "==> ruff" >&2
+.venv/bin/ruff check .
+.venv/bin/ruff format --check --quiet .
+echo "==> mypy" >&2
+.venv/bin/mypy
+echo "==> content check" >&2
+.venv/bin/ringlab content check
+echo "==> pytest" >&2
+exec .venv/bin/pytest "$@"

@@ -1,0 +1,115 @@
+"""Broken content is reported as path:line: message, every problem at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.content.loader import load_tree
+from app.content.source import ContentError
+from tests.content.factories import CARD, EXERCISE, QUIZ, write_tree
+
+
+def problems(root: Path) -> list[str]:
+    with pytest.raises(ContentError) as info:
+        load_tree(root)
+    return [str(p) for p in info.value.problems]
+
+
+def test_tiny_tree_is_valid(tmp_path: Path) -> None:
+    tree = load_tree(write_tree(tmp_path / "content"))
+    assert [q.id for q in tree.quizzes[0].questions] == ["tq-1", "tq-2"]
+    assert tree.quizzes[0].questions[0].options[1].text == "All-reduce"
+    assert tree.decks[0].cards[0].back.startswith("Sums across ranks.")
+
+
+def test_answer_not_among_options_names_file_and_line(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": QUIZ.replace("answer: B", "answer: C")})
+    assert problems(root) == ["content/quizzes/tiny-quiz.yaml:24: tq-1: answer 'C' is not among the options A, B"]
+
+
+def test_missing_answer(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": QUIZ.replace("    answer: A\n", "")})
+    assert problems(root) == ["content/quizzes/tiny-quiz.yaml:27: missing field 'questions.1.answer'"]
+
+
+def test_unknown_field(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": QUIZ.replace("passing_score", "pass_mark")})
+    assert "content/quizzes/tiny-quiz.yaml:3: unknown field 'pass_mark'" in problems(root)
+
+
+def test_duplicate_ids_across_files(tmp_path: Path) -> None:
+    second = CARD.replace("number: 1", "number: 2")
+    root = write_tree(tmp_path / "content", **{"decks/tiny-deck/cards/002.md": second})
+    assert problems(root) == [
+        "content/decks/tiny-deck/cards/002.md:2: duplicate card id 'tc-001' "
+        "(first defined at content/decks/tiny-deck/cards/001.md:2)"
+    ]
+
+
+def test_duplicate_question_id_in_one_quiz(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": QUIZ.replace("id: tq-2", "id: tq-1")})
+    assert problems(root) == [
+        "content/quizzes/tiny-quiz.yaml:27: duplicate question id 'tq-1' "
+        "(first defined at content/quizzes/tiny-quiz.yaml:17)"
+    ]
+
+
+def test_scoring_tiers_that_overlap_or_leave_a_gap(tmp_path: Path) -> None:
+    overlap = QUIZ.replace("  - min: 0\n    max: 1", "  - min: 0\n    max: 2")
+    assert problems(write_tree(tmp_path / "a", **{"quizzes/tiny-quiz.yaml": overlap})) == [
+        "a/quizzes/tiny-quiz.yaml:8: scoring tiers overlap at score 2-2"
+    ]
+    gap = QUIZ.replace("  - min: 0\n    max: 1", "  - min: 0\n    max: 0")
+    assert problems(write_tree(tmp_path / "b", **{"quizzes/tiny-quiz.yaml": gap})) == [
+        "b/quizzes/tiny-quiz.yaml:8: scoring tiers leave a gap: no tier covers score 1-1"
+    ]
+
+
+def test_bad_math_and_stray_dollar(tmp_path: Path) -> None:
+    bad = QUIZ.replace("$\\sum_i x_i$", "$\\frac{1}{$").replace("Which is point-to-point?", "Costs $5 a GPU?")
+    found = problems(write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": bad}))
+    assert len(found) == 2
+    assert found[0].startswith("content/quizzes/tiny-quiz.yaml:25: question tq-1 explanation: bad math")
+    assert found[1].startswith("content/quizzes/tiny-quiz.yaml:29: question tq-2 prompt: unbalanced '$'")
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    broken = QUIZ.replace("title: Tiny quiz", "title: [Tiny quiz")
+    (problem,) = problems(write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": broken}))
+    assert problem.startswith("content/quizzes/tiny-quiz.yaml:3: YAML syntax:")
+
+
+def test_markdown_item_without_front_matter(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "content", **{"exercises/tiny-set/01.md": "Just a body\n"})
+    assert problems(root) == [
+        "content/exercises/tiny-set/01.md:1: a Markdown item must start with '---' and YAML front matter"
+    ]
+
+
+def test_unknown_section_and_card_reference(tmp_path: Path) -> None:
+    quiz = QUIZ.replace("    section: basics\n    prompt: Which", "    section: advanced\n    prompt: Which")
+    quiz = quiz.replace("    answer: B\n", "    answer: B\n    cards: [no-such-card]\n")
+    found = problems(write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": quiz}))
+    assert "content/quizzes/tiny-quiz.yaml:29: tq-2: unknown section 'advanced'" in found
+    assert "content/quizzes/tiny-quiz.yaml:25: tq-1: unknown card 'no-such-card' in cards" in found
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    quiz = QUIZ.replace("answer: B", "answer: Z").replace("title: Tiny quiz", "title: Tiny quiz\ncolour: blue")
+    card = CARD.replace("topic: Collectives", "topic: Collectives\nfrnt: typo")
+    exercise = EXERCISE.replace("section: s1", "section: s9")
+    files = {"quizzes/tiny-quiz.yaml": quiz, "decks/tiny-deck/cards/001.md": card, "exercises/tiny-set/01.md": exercise}
+    assert problems(write_tree(tmp_path / "content", **files)) == [
+        "content/decks/tiny-deck/cards/001.md:5: unknown field 'frnt'",
+        "content/exercises/tiny-set/01.md:5: unknown section 's9' (set.yaml lists the sections)",
+        "content/quizzes/tiny-quiz.yaml:3: unknown field 'colour'",
+    ]
+
+
+def test_unexpected_top_level_entry(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "content", **{"notes.txt": "hello"})
+    assert problems(root) == [
+        "content/notes.txt:1: unexpected entry: content holds quizzes/, exercises/, decks/ and labs/"
+    ]

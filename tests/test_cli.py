@@ -1,0 +1,64 @@
+"""The ringlab command, run as a user would: a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.content.factories import QUIZ, write_tree
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def ringlab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_content_check_passes_on_the_repository() -> None:
+    done = ringlab("content", "check")
+    assert done.returncode == 0, done.stderr
+    assert "2 quizzes (40 questions), 2 exercise sets (51 exercises), 1 decks (89 cards)" in done.stdout
+
+
+def test_content_check_lists_problems_and_exits_non_zero(tmp_path: Path) -> None:
+    bad = QUIZ.replace("answer: B", "answer: X").replace("title: Tiny quiz", "title: Tiny quiz\nmood: happy")
+    root = write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": bad})
+    done = ringlab("content", "check", str(root))
+    assert done.returncode == 1
+    assert "quizzes/tiny-quiz.yaml:3: unknown field 'mood'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_content_export_json_shape() -> None:
+    done = ringlab("content", "export", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) >= {"quizzes", "exercise_sets", "decks"}
+    m202 = next(q for q in data["quizzes"] if q["id"] == "module-202")
+    assert m202["passing_score"] == 0.8 and m202["time_limit_minutes"] == 60
+    assert {"min", "max", "level", "recommendation"} <= set(m202["scoring_guide"][0])
+    question = m202["questions"][0]
+    assert {"id", "section", "prompt", "options", "answer", "explanation"} <= set(question)
+    assert {"key", "text"} == set(question["options"][0])
+    exercise = data["exercise_sets"][0]["exercises"][0]
+    assert {"id", "number", "title", "difficulty", "body"} <= set(exercise)
+    assert all(isinstance(e["difficulty"], int | None) for s in data["exercise_sets"] for e in s["exercises"])
+    card = data["decks"][0]["cards"][0]
+    assert {"id", "topic", "front", "back"} <= set(card)
+    assert sum(len(d["cards"]) for d in data["decks"]) == 89
+
+
+def test_db_upgrade_and_sync_on_a_fresh_sqlite_file(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.sqlite3'}"}
+    assert ringlab("db", "upgrade", env=env).returncode == 0
+    first = ringlab("content", "sync", env=env)
+    assert first.returncode == 0, first.stderr
+    assert "added 2 quiz, 40 question, 2 exercise set, 51 exercise, 1 deck, 89 card" in first.stdout
+    again = ringlab("content", "sync", env=env)
+    assert "synced: added nothing; updated nothing; retired nothing" in again.stdout

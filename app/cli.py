@@ -14,6 +14,8 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 content_app = typer.Typer(help="Authored content in content/.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(content_app, name="content")
+users_app = typer.Typer(help="Accounts.", no_args_is_help=True)
+app.add_typer(users_app, name="users")
 
 
 def _fail_on_problems(exc: Exception) -> None:
@@ -126,6 +128,39 @@ def content_export(
         return
     json.dump(export_tree(tree), sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")
+
+
+@users_app.command("create")
+def users_create(
+    username: Annotated[str, typer.Argument(help="The new account's username.")],
+    instructor: Annotated[bool, typer.Option("--instructor", help="Make an instructor (default: student).")] = False,
+    password: Annotated[
+        str | None, typer.Option(help="Password (prompted for, hidden, if not given; or RINGLAB_PASSWORD).")
+    ] = None,
+) -> None:
+    """Create an account; with --instructor, one that can see instructor pages."""
+    import os
+
+    from app.accounts.models import Role
+    from app.accounts.service import register
+    from app.config import get_settings
+    from app.db import make_engine, make_sessionmaker, session_scope
+    from app.errors import DomainError
+
+    secret = password or os.environ.get("RINGLAB_PASSWORD")
+    if not secret:
+        secret = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    engine = make_engine(get_settings().sqlalchemy_url)
+    role = Role.instructor if instructor else Role.student
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            user = register(username, secret, session=session, role=role)
+            typer.echo(f"created {user.role.value} '{user.username}'")
+    except DomainError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
 
 
 def _content_dir() -> Path:

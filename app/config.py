@@ -18,6 +18,14 @@ class Settings(BaseSettings):
     database_url: str = Field(default="", validation_alias=AliasChoices("DATABASE_URL", "RINGLAB_DATABASE_URL"))
     content_dir: Path = REPO_ROOT / "content"
     sync_content_on_start: bool = True
+    # A course can stay closed to strangers: sign-up then asks for this code.
+    join_code: str | None = None
+    session_ttl_hours: int = 24 * 14
+    api_token_ttl_hours: int = 24 * 30
+    max_body_bytes: int = 1024 * 1024
+    signin_limit_per_client: int = 20  # attempts per 5 minutes
+    signin_limit_per_account: int = 10  # failed attempts per 15 minutes
+    signup_limit_per_client: int = 10  # accounts per hour
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -9,6 +9,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from app.accounts.api import router as accounts_api
+from app.accounts.flows import AuthLimits
+from app.accounts.views import router as accounts_router
 from app.config import REPO_ROOT, Settings, get_settings
 from app.content.service import sync_directory
 from app.content.source import ContentError
@@ -17,6 +20,8 @@ from app.exercises.views import router as exercises_router
 from app.flashcards.views import router as flashcards_router
 from app.quizzes.views import router as quizzes_router
 from app.web import errors
+from app.web.auth import AuthMiddleware
+from app.web.csrf import CSRFMiddleware
 from app.web.pages import router as pages_router
 from app.web.security import SecurityHeaders
 
@@ -43,9 +48,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.limits = AuthLimits.from_settings(settings)
+    # Added last runs first: headers wrap everything, then CSRF and body size, then who is asking.
+    app.add_middleware(AuthMiddleware)
+    app.add_middleware(CSRFMiddleware, max_body=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     errors.install(app)
-    for router in (pages_router, quizzes_router, exercises_router, flashcards_router):
+    routers = (pages_router, accounts_router, accounts_api, quizzes_router, exercises_router, flashcards_router)
+    for router in routers:
         app.include_router(router)
     return app

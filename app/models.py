@@ -4,4 +4,5 @@ from __future__ import annotations
 
 
 def load_all() -> None:
+    import app.accounts.models
     import app.content.records  # noqa: F401

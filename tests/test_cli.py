@@ -62,3 +62,16 @@ def test_db_upgrade_and_sync_on_a_fresh_sqlite_file(tmp_path: Path) -> None:
     assert "added 2 quiz, 40 question, 2 exercise set, 51 exercise, 1 deck, 89 card" in first.stdout
     again = ringlab("content", "sync", env=env)
     assert "synced: added nothing; updated nothing; retired nothing" in again.stdout
+
+
+def test_users_create_instructor_then_refuses_a_duplicate(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'users.sqlite3'}"}
+    assert ringlab("db", "upgrade", env=env).returncode == 0
+    made = ringlab("users", "create", "prof", "--instructor", "--password", "a-long-password", env=env)
+    assert made.returncode == 0 and "created instructor 'prof'" in made.stdout
+    again = ringlab("users", "create", "PROF", "--password", "a-long-password", env=env)
+    assert again.returncode == 1 and "is taken" in again.stderr
+    short = ringlab("users", "create", "newbie", env={**env, "RINGLAB_PASSWORD": "short"})
+    assert short.returncode == 1 and "at least 10 characters" in short.stderr

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import logging
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException
 
-from app.errors import DomainError
+from app.errors import DomainError, RateLimited, SignInRequired, Unauthorized
 from app.web.templating import render
 
 log = logging.getLogger(__name__)
-TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Not allowed", 413: "Too large",
-          422: "Invalid input", 429: "Too many requests", 500: "Something went wrong"}  # fmt: skip
+TITLES = {400: "Bad request", 401: "Sign in needed", 403: "Not allowed", 404: "Not found", 405: "Not allowed",
+          409: "Conflict", 413: "Too large", 422: "Invalid input", 429: "Too many requests",
+          500: "Something went wrong"}  # fmt: skip
 
 
 def wants_json(request: Request) -> bool:
@@ -31,21 +33,40 @@ def error_response(request: Request, status: int, message: str, headers: dict[st
     return response
 
 
+def _sign_in_redirect(request: Request, exc: SignInRequired) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    expired = "&expired=1" if "expired" in exc.message else ""
+    location = f"/signin?next={quote(target)}{expired}"
+    if request.headers.get("hx-request"):
+        return Response(status_code=204, headers={"HX-Redirect": location})
+    return RedirectResponse(location, status_code=303)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def domain_error(request: Request, exc: DomainError) -> Response:
-        return error_response(request, exc.status_code, exc.message)
+        if isinstance(exc, SignInRequired) and not wants_json(request):
+            return _sign_in_redirect(request, exc)
+        headers = {}
+        if isinstance(exc, RateLimited):
+            headers["Retry-After"] = str(exc.retry_after)
+        if isinstance(exc, Unauthorized | SignInRequired):
+            headers["WWW-Authenticate"] = "Bearer"
+        return error_response(request, exc.status_code, exc.message, headers)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         message = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "Error")
+        if exc.status_code == 404 and message == "Not Found":
+            message = "There is no page at this address."
         return error_response(request, exc.status_code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+        reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in errors)
         if wants_json(request):
-            return JSONResponse({"detail": "Invalid request.", "errors": exc.errors()}, status_code=422)
-        reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors())
+            return JSONResponse({"detail": f"Invalid request: {reasons}", "errors": errors}, status_code=422)
         return error_response(request, 422, reasons or "Invalid request.")
 
     @app.exception_handler(Exception)

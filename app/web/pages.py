@@ -1,4 +1,4 @@
-"""Home page and health check."""
+"""Dashboard, instructor overview and health check."""
 
 from __future__ import annotations
 
@@ -7,16 +7,25 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.accounts import stats as account_stats
 from app.content import service as content
-from app.deps import SessionDep
+from app.deps import OptionalUser, RequireInstructor, SessionDep
 from app.web.templating import render
 
 router = APIRouter()
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request, session: SessionDep) -> HTMLResponse:
-    return render(request, "home.html", {"counts": content.live_counts(session)})
+def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
+    # What is waiting for a student; the study features fill these in as they land.
+    waiting = {"cards_due": 0, "quizzes_open": 0, "labs_pending": 0} if user else None
+    return render(request, "home.html", {"counts": content.live_counts(session), "waiting": waiting})
+
+
+@router.get("/instructor", response_class=HTMLResponse)
+def instructor(request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
+    context = {"counts": content.live_counts(session), "people": account_stats.people(session=session)}
+    return render(request, "instructor/index.html", context)
 
 
 @router.get("/healthz")

@@ -1,0 +1,64 @@
+"""JSON API for accounts: register, get a bearer token, who am I."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from app.accounts import flows, service
+from app.db import utcnow
+from app.deps import ApiUser, SessionDep, SettingsDep
+
+router = APIRouter(prefix="/api/v1", tags=["api: accounts"])
+
+
+class Credentials(BaseModel):
+    username: str = Field(max_length=100)
+    password: str = Field(max_length=1000)
+    join_code: str | None = Field(default=None, max_length=200)
+
+
+class UserOut(BaseModel):
+    username: str
+    role: str
+
+
+class TokenOut(BaseModel):
+    access_token: str
+    token_type: str = "bearer"
+    expires_at: str
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+@router.post("/auth/register", status_code=201, response_model=UserOut)
+def register(body: Credentials, request: Request, session: SessionDep, settings: SettingsDep) -> UserOut:
+    limits = request.app.state.limits
+    user = flows.sign_up(
+        body.username,
+        body.password,
+        body.join_code,
+        _client(request),
+        session=session,
+        limits=limits,
+        settings=settings,
+    )
+    return UserOut(username=user.username, role=user.role.value)
+
+
+@router.post("/auth/token", response_model=TokenOut)
+def token(body: Credentials, request: Request, session: SessionDep, settings: SettingsDep) -> TokenOut:
+    now = utcnow()
+    limits = request.app.state.limits
+    user = flows.sign_in(body.username, body.password, _client(request), session=session, limits=limits, now=now)
+    issued = service.issue_api_token(user, session=session, now=now, ttl=timedelta(hours=settings.api_token_ttl_hours))
+    return TokenOut(access_token=issued.token, expires_at=issued.expires_at.isoformat())
+
+
+@router.get("/me", response_model=UserOut)
+def me(user: ApiUser) -> UserOut:
+    return UserOut(username=user.username, role=user.role.value)

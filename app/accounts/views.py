@@ -1,0 +1,109 @@
+"""Sign-up, sign-in and sign-out pages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.accounts import flows, service
+from app.db import utcnow
+from app.deps import OptionalUser, SessionDep, SettingsDep
+from app.errors import DomainError
+from app.web.auth import COOKIE
+from app.web.templating import render
+
+router = APIRouter(tags=["accounts"])
+
+
+def safe_next(target: str | None) -> str:
+    """Only same-site paths: an open redirect would let a link send a student anywhere."""
+    if not target:
+        return "/"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//"):
+        return "/"
+    return target
+
+
+def _signed_in(request: Request, user_id: int, session: SessionDep, settings: SettingsDep, target: str) -> Response:
+    from app.accounts.models import User
+
+    user = session.get(User, user_id)
+    assert user is not None
+    # A new token at every sign-in (and the old one dropped) defeats session fixation.
+    service.end_session(request.cookies.get(COOKIE), session=session)
+    issued = service.start_session(user, session=session, now=utcnow(), ttl=timedelta(hours=settings.session_ttl_hours))
+    response = RedirectResponse(safe_next(target), status_code=303)
+    response.set_cookie(
+        COOKIE, issued.token, max_age=settings.session_ttl_hours * 3600, httponly=True, samesite="lax",
+        secure=request.url.scheme == "https", path="/",
+    )  # fmt: skip
+    return response
+
+
+@router.get("/signin", response_class=HTMLResponse)
+def signin_form(request: Request, user: OptionalUser, next: str = "/") -> Response:
+    if user is not None:
+        return RedirectResponse(safe_next(next), status_code=303)
+    notice = "Your session has expired. Sign in again." if request.query_params.get("expired") else None
+    return render(request, "accounts/signin.html", {"next": safe_next(next), "notice": notice})
+
+
+@router.post("/signin", response_class=HTMLResponse)
+def signin(
+    request: Request, session: SessionDep, settings: SettingsDep,
+    username: Annotated[str, Form(max_length=100)] = "", password: Annotated[str, Form(max_length=1000)] = "",
+    next: Annotated[str, Form()] = "/",
+) -> Response:  # fmt: skip
+    client = request.client.host if request.client else "unknown"
+    try:
+        user = flows.sign_in(username, password, client, session=session, limits=request.app.state.limits, now=utcnow())
+    except DomainError as exc:
+        context = {"next": safe_next(next), "error": exc.message, "username": username}
+        response = render(request, "accounts/signin.html", context, status_code=exc.status_code)
+        if retry := getattr(exc, "retry_after", None):
+            response.headers["Retry-After"] = str(retry)
+        return response
+    return _signed_in(request, user.id, session, settings, next)
+
+
+@router.get("/signup", response_class=HTMLResponse)
+def signup_form(request: Request, settings: SettingsDep) -> Response:
+    return render(request, "accounts/signup.html", {"needs_code": bool(settings.join_code)})
+
+
+@router.post("/signup", response_class=HTMLResponse)
+def signup(
+    request: Request, session: SessionDep, settings: SettingsDep,
+    username: Annotated[str, Form(max_length=100)] = "", password: Annotated[str, Form(max_length=1000)] = "",
+    join_code: Annotated[str | None, Form(max_length=200)] = None,
+) -> Response:  # fmt: skip
+    client = request.client.host if request.client else "unknown"
+    try:
+        user = flows.sign_up(
+            username, password, join_code, client, session=session, limits=request.app.state.limits, settings=settings
+        )
+    except DomainError as exc:
+        context = {
+            "needs_code": bool(settings.join_code),
+            "error": exc.message,
+            "field": exc.field,
+            "username": username,
+        }
+        response = render(request, "accounts/signup.html", context, status_code=exc.status_code)
+        if retry := getattr(exc, "retry_after", None):
+            response.headers["Retry-After"] = str(retry)
+        return response
+    return _signed_in(request, user.id, session, settings, "/")
+
+
+@router.post("/signout")
+def signout(request: Request, session: SessionDep) -> Response:
+    service.end_session(request.cookies.get(COOKIE), session=session)
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response

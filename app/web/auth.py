@@ -1,0 +1,60 @@
+"""Who is asking: resolves the session cookie once per request into a Principal.
+
+Templates (the navigation) and dependencies read ``request.state.user``; the
+JSON API ignores cookies and uses bearer tokens (app.deps.ApiUser).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.accounts import service
+from app.accounts.models import Role, User
+from app.db import session_scope, utcnow
+
+COOKIE = "ringlab_session"
+
+
+@dataclass(frozen=True)
+class Principal:
+    id: int
+    username: str
+    role: Role
+
+    @property
+    def is_instructor(self) -> bool:
+        return self.role == Role.instructor
+
+    @classmethod
+    def of(cls, user: User) -> Principal:
+        return cls(user.id, user.username, user.role)
+
+
+class AuthMiddleware:
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            state = scope.setdefault("state", {})
+            state["user"], state["session_expired"] = None, False
+            if not scope["path"].startswith(("/static/", "/api/")):
+                token = _cookie(scope, COOKIE)
+                if token:
+                    with session_scope(scope["app"].state.sessionmaker) as session:
+                        user, expired = service.session_user(token, session=session, now=utcnow())
+                        state["user"] = Principal.of(user) if user else None
+                        state["session_expired"] = expired
+        await self.app(scope, receive, send)
+
+
+def _cookie(scope: Scope, name: str) -> str | None:
+    for key, value in scope["headers"]:
+        if key == b"cookie":
+            jar = SimpleCookie(value.decode("latin-1"))
+            if name in jar:
+                return jar[name].value
+    return None

@@ -1,0 +1,107 @@
+"""Sign up, sign in, navigate, sign out, and be turned away: in a real Chromium."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import INSTRUCTOR
+
+pytestmark = pytest.mark.browser
+_names = itertools.count(1)
+
+
+def new_username() -> str:
+    return f"student{next(_names)}"
+
+
+def sign_up(page: Page, username: str, password: str = "a-good-password") -> None:
+    page.goto("/signup")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign up").click()
+
+
+def sign_in(page: Page, username: str, password: str) -> None:
+    page.goto("/signin")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def test_sign_up_see_dashboard_navigate_and_sign_out(page: Page) -> None:
+    username = new_username()
+    sign_up(page, username)
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.get_by_role("heading", name=f"Welcome back, {username}")).to_be_visible()
+    expect(page.get_by_text("cards due today")).to_be_visible()
+
+    nav = page.get_by_role("navigation", name="Main")
+    for link, heading in (
+        ("Flashcards", "Flashcards"),
+        ("Quizzes", "Quizzes"),
+        ("Exercises & Labs", "Exercises & Labs"),
+    ):
+        nav.get_by_role("link", name=link, exact=True).click()
+        expect(page.get_by_role("heading", level=1)).to_have_text(heading)
+        expect(nav.get_by_role("link", name=link, exact=True)).to_have_attribute("aria-current", "page")
+    expect(nav.get_by_role("link", name="Instructor")).to_have_count(0)
+
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("link", name="Sign in")).to_be_visible()
+    expect(page.get_by_role("heading", name="Learn distributed training by doing")).to_be_visible()
+
+
+def test_sign_in_with_wrong_password_then_right_one(page: Page) -> None:
+    username = new_username()
+    sign_up(page, username, "right-password-1")
+    page.get_by_role("button", name="Sign out").click()
+
+    sign_in(page, username, "wrong-password-1")
+    expect(page.get_by_role("alert")).to_have_text("Wrong username or password.")
+    expect(page.get_by_label("Username")).to_have_value(username)
+
+    sign_in(page, username, "right-password-1")
+    expect(page.get_by_role("heading", name=f"Welcome back, {username}")).to_be_visible()
+
+
+def test_student_is_turned_away_from_instructor_page(page: Page) -> None:
+    sign_up(page, new_username())
+    response = page.goto("/instructor")
+    assert response is not None and response.status == 403
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Not allowed")
+
+
+def test_instructor_sees_instructor_page(page: Page) -> None:
+    sign_in(page, *INSTRUCTOR)
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Instructor").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Instructor")
+    expect(page.get_by_text("students ·")).to_be_visible()
+
+
+def test_protected_page_sends_to_sign_in_and_back(page: Page) -> None:
+    sign_up(page, username := new_username())
+    page.get_by_role("button", name="Sign out").click()
+    page.goto("/instructor")
+    expect(page).to_have_url(re.compile(r"/signin\?next=/instructor"))
+    sign_in_here = page.get_by_role("button", name="Sign in")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("a-good-password")
+    sign_in_here.click()
+    expect(page).to_have_url(re.compile(r"/instructor$"))
+
+
+def test_keyboard_navigation_and_theme_toggle(page: Page) -> None:
+    page.goto("/")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    toggle = page.get_by_role("button", name="Switch light or dark theme")
+    before = page.evaluate("document.documentElement.getAttribute('data-theme')")
+    toggle.click()
+    after = page.evaluate("document.documentElement.getAttribute('data-theme')")
+    assert after in ("light", "dark") and after != before
+    page.reload()
+    assert page.evaluate("document.documentElement.getAttribute('data-theme')") == after

@@ -47,7 +47,7 @@ def serve(
 
 
 @db_app.command("upgrade")
-def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
+def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "heads") -> None:
     """Create or migrate the database named by DATABASE_URL (default: SQLite in the data directory)."""
     from app.config import get_settings
     from app.migrate import upgrade

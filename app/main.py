@@ -17,7 +17,9 @@ from app.content.service import sync_directory
 from app.content.source import ContentError
 from app.db import make_engine, make_sessionmaker
 from app.exercises.views import router as exercises_router
+from app.flashcards.api import router as flashcards_api
 from app.flashcards.views import router as flashcards_router
+from app.quizzes.api import router as quizzes_api
 from app.quizzes.views import router as quizzes_router
 from app.web import errors
 from app.web.auth import AuthMiddleware
@@ -55,7 +57,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     errors.install(app)
-    routers = (pages_router, accounts_router, accounts_api, quizzes_router, exercises_router, flashcards_router)
+    routers = (
+        pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router,
+        flashcards_router, flashcards_api,
+    )  # fmt: skip
     for router in routers:
         app.include_router(router)
     return app

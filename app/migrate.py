@@ -15,6 +15,6 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def upgrade(url: str, revision: str = "head") -> None:
+def upgrade(url: str, revision: str = "heads") -> None:
     """Bring the database at ``url`` up to ``revision``."""
     command.upgrade(alembic_config(url), revision)

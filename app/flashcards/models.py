@@ -1,0 +1,3 @@
+"""Database rows for flashcards (per-student state)."""
+
+from __future__ import annotations

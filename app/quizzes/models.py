@@ -1,0 +1,3 @@
+"""Database rows for quizzes (per-student state)."""
+
+from __future__ import annotations

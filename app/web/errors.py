@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException
 
 from app.errors import DomainError, RateLimited, SignInRequired, Unauthorized
+from app.web.security import HEADERS as SECURITY_HEADERS
 from app.web.templating import render
 
 log = logging.getLogger(__name__)
@@ -73,4 +74,8 @@ def install(app: FastAPI) -> None:
     async def unexpected(request: Request, exc: Exception) -> Response:
         # Log the traceback for us; the browser only ever sees a plain apology.
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(request, 500, "Something went wrong on our side. It has been logged.")
+        response = error_response(request, 500, "Something went wrong on our side. It has been logged.")
+        # This response is sent from outside the middleware stack, so it gets the headers here.
+        for key, value in SECURITY_HEADERS:
+            response.headers.setdefault(key.decode(), value.decode())
+        return response

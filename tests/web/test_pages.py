@@ -73,3 +73,16 @@ def test_healthz_ok_with_content(client: TestClient) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": True, "content": True}
+
+
+def test_server_error_is_a_friendly_page_without_a_traceback(app) -> None:  # type: ignore[no-untyped-def]
+    def boom() -> None:
+        raise RuntimeError("secret internals: DATABASE_URL=postgresql://user:pw@db/x")
+
+    app.add_api_route("/boom", boom)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/boom")
+    assert response.status_code == 500
+    assert "Something went wrong on our side" in response.text
+    assert "Traceback" not in response.text and "secret internals" not in response.text
+    assert "content-security-policy" in response.headers

@@ -21,6 +21,7 @@ from app.content.source import ContentError, Problem, Source, parse_front_matter
 
 IGNORED_NAMES = {"README.md", ".gitkeep"}
 M = TypeVar("M", bound=BaseModel)
+Member = TypeVar("Member", Exercise, Card)
 
 
 class _Collector:
@@ -104,42 +105,46 @@ def _markdown_item(c: _Collector, path: Path, body_field: str) -> tuple[Source, 
     return meta, {**meta.data, body_field: body}
 
 
-def _load_exercise_set(c: _Collector, folder: Path) -> ExerciseSet | None:
-    set_source = c.yaml(folder / "set.yaml")
-    meta = c.validate(ExerciseSetMeta, set_source, set_source.data) if set_source else None
-    exercises: list[tuple[Exercise, Source]] = []
-    for path in sorted(folder.glob("*.md")):
-        item = _markdown_item(c, path, "body")
-        if item is None:
-            continue
-        exercise = c.validate(Exercise, *item)
-        if exercise is not None:
-            c.locate("exercise", exercise.id, item[0])
-            exercises.append((exercise, item[0]))
-    if meta is None or set_source is None:
+def _load_folder(
+    c: _Collector, meta_file: Path, meta_model: type[M], items: list[Path], item_model: type[Member], kind: str,
+    body_field: str,
+) -> tuple[M, Source, list[tuple[Member, Source]]] | None:  # fmt: skip
+    """A folder item: a YAML file describing it and one Markdown file per member."""
+    meta_source = c.yaml(meta_file)
+    meta = c.validate(meta_model, meta_source, meta_source.data) if meta_source else None
+    members: list[tuple[Member, Source]] = []
+    for path in items:
+        item = _markdown_item(c, path, body_field)
+        member = c.validate(item_model, *item) if item else None
+        if item and member is not None:
+            c.locate(kind, member.id, item[0])
+            members.append((member, item[0]))
+    if meta is None or meta_source is None:
         return None
-    c.locate("exercise set", meta.id, set_source)
-    c.problems.extend(rules.check_exercise_set(meta, set_source, exercises))
+    return meta, meta_source, members
+
+
+def _load_exercise_set(c: _Collector, folder: Path) -> ExerciseSet | None:
+    loaded = _load_folder(
+        c, folder / "set.yaml", ExerciseSetMeta, sorted(folder.glob("*.md")), Exercise, "exercise", "body"
+    )
+    if loaded is None:
+        return None
+    meta, source, exercises = loaded
+    c.locate("exercise set", meta.id, source)
+    c.problems.extend(rules.check_exercise_set(meta, source, exercises))
     ordered = sorted((e for e, _ in exercises), key=lambda e: rules.number_key(e.number))
     return ExerciseSet(**meta.model_dump(), exercises=ordered)
 
 
 def _load_deck(c: _Collector, folder: Path) -> Deck | None:
-    deck_source = c.yaml(folder / "deck.yaml")
-    meta = c.validate(DeckMeta, deck_source, deck_source.data) if deck_source else None
-    cards: list[tuple[Card, Source]] = []
-    for path in sorted((folder / "cards").glob("*.md")):
-        item = _markdown_item(c, path, "back")
-        if item is None:
-            continue
-        card = c.validate(Card, *item)
-        if card is not None:
-            c.locate("card", card.id, item[0])
-            cards.append((card, item[0]))
-    if meta is None or deck_source is None:
+    cards = sorted((folder / "cards").glob("*.md"))
+    loaded = _load_folder(c, folder / "deck.yaml", DeckMeta, cards, Card, "card", "back")
+    if loaded is None:
         return None
-    c.locate("deck", meta.id, deck_source)
-    ordered = sorted((card for card, _ in cards), key=lambda card: (card.number is None, card.number or 0, card.id))
+    meta, source, members = loaded
+    c.locate("deck", meta.id, source)
+    ordered = sorted((card for card, _ in members), key=lambda card: (card.number is None, card.number or 0, card.id))
     return Deck(**meta.model_dump(), cards=ordered)
 
 

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 def load_all() -> None:
     import app.accounts.models
-    import app.content.records  # noqa: F401
-    import app.flashcards.models  # noqa: F401
+    import app.content.records
+    import app.flashcards.models
     import app.quizzes.models  # noqa: F401

@@ -30,8 +30,9 @@ if [ ! -x .venv/bin/python ]; then
   say "creating virtualenv .venv"
   "$python" -m venv .venv
 fi
-extras=$([ "$mode" = test ] && echo "[dev]" || echo "")
-stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)${extras:+-dev}"
+# The worker extra brings torch: `ringlab serve` grades labs with an embedded worker.
+extras=$([ "$mode" = test ] && echo "[dev,worker]" || echo "[worker]")
+stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-${mode}"
 if [ ! -f "$stamp" ]; then
   say "installing Python packages"
   .venv/bin/pip install -q --disable-pip-version-check -e ".${extras}"

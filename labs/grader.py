@@ -1,0 +1,344 @@
+"""The entry point: ``Grader().grade(lab, code) -> Verdict``.
+
+The worker that drains the submission queue holds one Grader (and so one warm
+pool) for its lifetime and calls ``grade`` once per submission. The student's
+code is never imported here: it is parsed (``compile``, which runs nothing) to
+report syntax errors with their line, then run only inside a sandbox.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import secrets
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from labs import judge, sandbox
+from labs.judge import Facts, GroupRun, RankRun
+from labs.pool import WarmPool
+from labs.spec import DEFAULT_CONTENT, Lab, load_lab
+from labs.verdict import CheckResult, Status, Verdict, worst
+
+MAX_CODE = 200_000
+OUTPUT_BYTES = 16_384
+UID_BASE = 200_000
+
+
+class Grader:
+    """Grades submissions for the labs under ``content_dir``.
+
+    ``pool_size`` warm sandboxes are kept ready (0: start one per submission, cold).
+    ``unsafe_no_sandbox`` runs ranks without bubblewrap: development only.
+    """
+
+    def __init__(
+        self,
+        content_dir: Path = DEFAULT_CONTENT,
+        *,
+        pool_size: int = 1,
+        gpus: bool = False,
+        unsafe_no_sandbox: bool = False,
+    ):
+        self.content_dir = Path(content_dir)
+        self.unsafe = unsafe_no_sandbox
+        self.gpus = gpus
+        self.refusal = None if unsafe_no_sandbox else sandbox.probe()
+        self.pool = WarmPool(pool_size, unsafe=self.unsafe, gpu=gpus) if pool_size and self.refusal is None else None
+        self.labs: dict[str, tuple[Lab, ModuleType]] = {}
+        self.jobs = 0
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    def __enter__(self) -> Grader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def lab(self, lab_id: str) -> tuple[Lab, ModuleType]:
+        if lab_id not in self.labs:
+            lab = load_lab(self.content_dir / lab_id)
+            spec = importlib.util.spec_from_file_location(f"ringlab_checks_{lab_id.replace('-', '_')}", lab.checks_path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self.labs[lab_id] = (lab, module)
+        return self.labs[lab_id]
+
+    def grade(
+        self,
+        lab_id: str,
+        code: str,
+        *,
+        world_sizes: list[int] | None = None,
+        backend: str | None = None,
+        time_limit_s: float | None = None,
+        seed: int | None = None,
+    ) -> Verdict:
+        """Run ``code`` against every check of the lab and say how it did. Never raises for bad code.
+
+        ``world_sizes`` and ``backend`` default to the lab's; ``backend="nccl"`` runs one GPU per rank
+        and needs a Grader made with ``gpus=True`` on a worker with enough GPUs.
+        """
+        started = time.monotonic()
+        lab, checks = self.lab(lab_id)
+        spec = lab.spec
+        backend = backend or spec.backends[0]
+        sizes = world_sizes or spec.world_sizes
+        verdict = self._precheck(lab, code) or self._check_backend(lab, backend, max(sizes))
+        if verdict is None:
+            import torch
+
+            gen = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(62))
+            groups = [GroupRun(n, checks.cases(n, gen), [RankRun() for _ in range(n)]) for n in sizes]
+            limits = {
+                "wall_s": time_limit_s or spec.time_limit_s,
+                "cpu_s": int((time_limit_s or spec.time_limit_s) + 1),
+                "memory_mb": spec.memory_limit_mb,
+                "nproc": 64,
+                "nofile": 128,
+                "fsize": 16 << 20,
+                "output_bytes": OUTPUT_BYTES,
+            }
+            try:
+                run = self._run(code, groups, limits, backend)
+            except sandbox.SandboxError as exc:
+                verdict = self._verdict(lab, "refused", f"the sandbox could not be set up: {exc}", [])
+            else:
+                verdict = self._judge(lab, checks, groups, run)
+        verdict.elapsed_s = round(time.monotonic() - started, 3)
+        return verdict
+
+    def _verdict(self, lab: Lab, status: Status, message: str, checks: list[CheckResult]) -> Verdict:
+        if not checks:
+            checks = [CheckResult(c.id, c.title, c.points, False, 0, "not run") for c in lab.spec.checks]
+        score = sum(c.score for c in checks)
+        return Verdict(lab.id, status, score, lab.spec.max_score, message, checks)
+
+    def _precheck(self, lab: Lab, code: str) -> Verdict | None:
+        if self.refusal is not None:
+            return self._verdict(lab, "refused", f"grading is unavailable: {self.refusal}", [])
+        if len(code) > MAX_CODE:
+            return self._verdict(lab, "compile_error", f"the submission is longer than {MAX_CODE} characters", [])
+        try:
+            compile(code, judge_source_name(), "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+            return self._verdict(lab, "compile_error", f"{type(exc).__name__} at {where}: {exc.msg}", [])
+        except ValueError as exc:  # null bytes
+            return self._verdict(lab, "compile_error", f"the submission cannot be compiled: {exc}", [])
+        return None
+
+    def _acquire(self) -> sandbox.Sandbox:
+        if self.pool is not None:
+            return self.pool.acquire()
+        box = sandbox.Sandbox(unsafe=self.unsafe, gpu=self.gpus)
+        box.wait_ready()
+        return box
+
+    def _check_backend(self, lab: Lab, backend: str, world_size: int) -> Verdict | None:
+        if backend not in lab.spec.backends:
+            return self._verdict(lab, "refused", f"lab {lab.id} does not run on backend {backend!r}", [])
+        if backend != "nccl":
+            return None
+        import torch
+
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if not self.gpus or have < world_size:
+            why = "this grader was started without GPU access" if not self.gpus else f"it has {have}"
+            return self._verdict(lab, "refused", f"nccl needs {world_size} GPU(s), one per rank: {why}", [])
+        return None
+
+    def _run(self, code: str, groups: list[GroupRun], limits: dict[str, Any], backend: str) -> dict[str, Any]:
+        """Send the job to a fresh sandbox and collect its messages into ``groups``."""
+        import torch
+
+        box = self._acquire()
+        box.promote()
+        self.jobs += 1
+        job = {
+            "code": code,
+            "limits": limits,
+            "uid_base": UID_BASE + 64 * (self.jobs % 512),
+            "sandboxed": box.sandboxed,
+            "backend": backend,
+            "groups": [
+                {
+                    "world_size": g.world_size,
+                    "port": 29500 + i,
+                    "calls": [{"fn": c.fn, "inplace": c.inplace, "measure": c.measure} for c in g.cases],
+                }
+                for i, g in enumerate(groups)
+            ],
+        }
+        end: dict[str, Any] = {"kind": None}
+        deadline = time.monotonic() + float(limits["wall_s"]) + 10.0
+        try:
+            box.send({"kind": "job", **job})
+            while True:
+                got = box.receive(deadline)
+                if got is None:
+                    end = {"kind": "lost", "detail": box.error_output()[-2000:]}
+                    break
+                meta, payload = got
+                kind = meta.get("kind")
+                if kind in ("end", "fault"):
+                    end = meta
+                    break
+                if kind == "need_inputs":
+                    g = groups[int(meta["group"])]
+                    for rank in range(g.world_size):
+                        buffer = io.BytesIO()
+                        torch.save([[c.inputs[rank]] for c in g.cases], buffer)
+                        box.send({"kind": "inputs", "rank": rank}, buffer.getvalue())
+                    continue
+                record(groups, meta, payload)
+        except TimeoutError:
+            end = {"kind": "lost", "detail": "the sandbox stopped answering"}
+        except OSError as exc:
+            end = {"kind": "lost", "detail": f"the sandbox connection failed: {exc}"}
+        finally:
+            box.kill()
+        return end
+
+    def _judge(self, lab: Lab, checks: ModuleType, groups: list[GroupRun], end: dict[str, Any]) -> Verdict:
+        facts = Facts(groups)
+        rules: dict[str, judge.Rule] = getattr(checks, "RULES", {})
+        results = []
+        for c in lab.spec.checks:
+            outcome = rules[c.id](facts) if c.id in rules else judge.correctness(facts, c.id)
+            results.append(
+                CheckResult(
+                    c.id,
+                    c.title,
+                    c.points,
+                    outcome.passed,
+                    c.points if outcome.passed else 0,
+                    outcome.message,
+                    outcome.data,
+                )
+            )
+        status, message = summarise(groups, end, results)
+        verdict = self._verdict(lab, status, message, results)
+        verdict.output = {
+            f"ws{g.world_size}/rank{r}": run.info.get("output", "")
+            for g in groups
+            for r, run in enumerate(g.ranks)
+            if run.info.get("output")
+        }
+        verdict.data = {
+            "ranks": {
+                f"ws{g.world_size}": [{k: v for k, v in run.info.items() if k != "output"} for run in g.ranks]
+                for g in groups
+                if g.status
+            }
+        }
+        return verdict
+
+
+def judge_source_name() -> str:
+    return "submission.py"
+
+
+def record(groups: list[GroupRun], meta: dict[str, Any], payload: bytes) -> None:
+    """File one message from the zygote under its group and rank."""
+    kind = meta.get("kind")
+    group = groups[int(meta["group"])]
+    if kind == "group_end":
+        group.status = str(meta.get("status"))
+        for info in meta.get("ranks", []):
+            group.ranks[int(info["rank"])].info = info
+        return
+    if kind == "wire":
+        group.wire[int(meta["call"])] = meta
+        return
+    run = group.ranks[int(meta["rank"])]
+    if isinstance(meta.get("guard"), dict):
+        run.guard = meta["guard"]
+    call = meta.get("call")
+    if kind == "result" and isinstance(call, int) and 0 <= call < len(group.cases):
+        if call in run.results:
+            run.duplicate = True
+        run.results.setdefault(call, payload)
+    elif kind == "error":
+        run.errors.append(meta)
+    elif kind == "fault":
+        run.fault = str(meta.get("traceback", ""))
+
+
+def summarise(groups: list[GroupRun], end: dict[str, Any], results: list[CheckResult]) -> tuple[Status, str]:
+    """The verdict's status and one sentence a student can act on."""
+    if end.get("kind") == "fault":
+        return "internal_error", "the grader failed inside the sandbox; this is not your fault: " + str(
+            end.get("traceback", "")
+        )[-300:]
+    statuses: list[Status] = []
+    notes: list[str] = []
+    faults = [r.fault for g in groups for r in g.ranks if r.fault]
+    if faults:
+        return "internal_error", "a rank failed to start; this is not your fault: " + faults[0][-300:]
+    for g in groups:
+        infos = [r.info for r in g.ranks]
+        errors = [(rank, e) for rank, r in enumerate(g.ranks) for e in r.errors]
+        memory = [(rank, e) for rank, e in errors if is_memory_error(e)]
+        if memory:
+            statuses.append("memory_limit")
+            notes.append(f"world size {g.world_size}, rank {memory[0][0]} ran out of memory (the limit)")
+        if g.status in ("time_limit", "deadlock", "crashed"):
+            statuses.append(g.status)  # type: ignore[arg-type]
+            notes.append(f"world size {g.world_size}: {describe_end(g)}")
+        elif errors and not memory:
+            statuses.append("runtime_error")
+            rank, e = errors[0]
+            notes.append(
+                f"world size {g.world_size}, rank {rank}: {e.get('error')}: {e.get('message')}"
+                + (f" (line {e['line']})" if e.get("line") else "")
+            )
+        if any(i.get("output_bytes", 0) > len(i.get("output", "").encode()) for i in infos):
+            notes.append(f"world size {g.world_size}: output was cut at {OUTPUT_BYTES} bytes per rank")
+    if end.get("kind") == "lost":
+        statuses.append("time_limit")
+        notes.append(f"the sandbox was stopped: {end.get('detail') or 'no answer'}")
+    if not statuses:
+        statuses.append("passed" if all(r.passed for r in results) else "failed")
+    status = worst(statuses)
+    if not notes:
+        failed = [r for r in results if not r.passed]
+        notes = ["all checks passed"] if not failed else [f"{failed[0].title}: {failed[0].message}"]
+    return status, "; ".join(notes)[:2000]
+
+
+def is_memory_error(e: dict[str, Any]) -> bool:
+    text = f"{e.get('error')} {e.get('message')}"
+    return e.get("error") == "MemoryError" or "can't allocate memory" in text or "bad_alloc" in text
+
+
+def describe_end(g: GroupRun) -> str:
+    infos = [r.info for r in g.ranks]
+    if g.status == "crashed":
+        dead = [i for i in infos if i.get("state") == "exited"]
+        if dead:
+            i = dead[0]
+            how = f"signal {i['signal']}" if i.get("signal") else f"exit code {i.get('exit')}"
+            why = f" ({i['problem']})" if i.get("problem") else ""
+            return f"rank {i['rank']} ended ({how}) before reporting all its results{why}"
+        return "a rank stopped reporting before its results were in"
+    stuck = [
+        f"rank {i['rank']} ({i.get('state')}{call_label(g, i.get('last_call'))})"
+        for i in infos
+        if i.get("state") != "finished"
+    ]
+    if g.status == "deadlock":
+        return "deadlock: every unfinished rank was waiting: " + ", ".join(stuck)
+    return "time limit exceeded while ranks were busy: " + ", ".join(stuck)
+
+
+def call_label(g: GroupRun, index: Any) -> str:
+    if isinstance(index, int) and 0 <= index < len(g.cases):
+        return f", in {g.cases[index].label}"
+    return ", before its first call"

@@ -1,0 +1,299 @@
+"""One rank: runs inside the sandbox, in a process forked from the zygote.
+
+The rank drops to its own uid, joins the process group, loads the student's
+code, calls the student's functions on its own inputs and streams each output
+back to the zygote over its private socket. It never sees expected outputs,
+other ranks' inputs, or the checks.
+
+Nothing reported from here is trusted as a verdict: outputs are compared by the
+judge outside the sandbox, and wire bytes are measured by the zygote from the
+kernel. The collective-call counts below are a courtesy for honest mistakes
+(a student can undo any in-process wrapper) and only ever fail a check.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import linecache
+import os
+import resource
+import sys
+import tempfile
+import traceback
+import types
+from datetime import timedelta
+from typing import Any
+
+from labs import channel
+
+SOURCE_NAME = "submission.py"
+MAX_INPUT = 1 << 30
+PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_gather_coalesced",
+    "all_reduce_coalesced",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "monitored_barrier",
+    "broadcast",
+    "broadcast_object_list",
+    "gather",
+    "gather_object",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "scatter",
+    "scatter_object_list",
+    "_all_gather_base",
+    "_reduce_scatter_base",
+    "all_gather_single",
+    "reduce_scatter_single",
+)
+GROUP_COLLECTIVES = (
+    "allreduce",
+    "allreduce_coalesced",
+    "allgather",
+    "allgather_coalesced",
+    "allgather_into_tensor_coalesced",
+    "_allgather_base",
+    "all_gather_single",
+    "all_gather_single_coalesced",
+    "reduce_scatter",
+    "_reduce_scatter_base",
+    "reduce_scatter_single",
+    "reduce_scatter_single_coalesced",
+    "reduce_scatter_tensor_coalesced",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "alltoall",
+    "alltoall_base",
+    "all_to_all_single",
+    "barrier",
+    "monitored_barrier",
+)
+
+
+def drop_privileges(uid: int, limits: dict[str, Any], sandboxed: bool) -> str:
+    """Apply resource limits, become ``uid``, and make a private scratch dir."""
+    nproc, nofile, cpu = int(limits["nproc"]), int(limits["nofile"]), int(limits["cpu_s"])
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(limits["fsize"]), int(limits["fsize"])))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    if not sandboxed:  # development only: no uid switch, scratch in the host's temp dir
+        scratch = tempfile.mkdtemp(prefix=f"ringlab-rank-{uid}-")
+        os.chdir(scratch)
+        return scratch
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    scratch = f"/tmp/rank-{uid}"
+    os.mkdir(scratch, 0o700)
+    os.chdir(scratch)
+    os.environ.update(HOME=scratch, TMPDIR=scratch)
+    return scratch
+
+
+def limit_memory(extra_mb: int) -> None:
+    """Cap the address space at what the rank uses now plus ``extra_mb``."""
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:")) * 1024
+    cap = vm + extra_mb * (1 << 20)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+class Guard:
+    """Counts calls to built-in collectives and bytes handed to send/isend."""
+
+    def __init__(self) -> None:
+        self.collectives: dict[str, int] = {}
+        self.sent: dict[str, int] = {}
+
+    def report(self) -> dict[str, Any]:
+        return {"collectives": dict(self.collectives), "sent": dict(self.sent)}
+
+    def install(self) -> None:
+        import torch.distributed as dist
+        import torch.distributed.distributed_c10d as c10d
+
+        # One wrapper per function, set on both modules: torch compares them by identity (P2POp's op check).
+        for name in (*COLLECTIVES, "send", "isend"):
+            original = getattr(c10d, name, None) or getattr(dist, name, None)
+            if original is None:
+                continue
+            wrapper = self._sending(original) if name in ("send", "isend") else self._counting(name, original)
+            for module in (dist, c10d):
+                if getattr(module, name, None) is original:
+                    setattr(module, name, wrapper)
+        for cls in {dist.ProcessGroup, getattr(dist, "ProcessGroupGloo", dist.ProcessGroup)}:
+            for name in GROUP_COLLECTIVES:
+                if name in vars(cls):
+                    setattr(cls, name, self._counting(f"ProcessGroup.{name}", vars(cls)[name]))
+
+    def _counting(self, name: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.collectives[name] = self.collectives.get(name, 0) + 1
+            return fn(*args, **kwargs)
+
+        wrapper.__name__ = getattr(fn, "__name__", name)
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        return wrapper
+
+    def _sending(self, fn: Any) -> Any:
+        def wrapper(tensor: Any, dst: Any = None, *args: Any, **kwargs: Any) -> Any:
+            peer = dst if dst is not None else kwargs.get("group_dst")
+            key = str(peer)
+            self.sent[key] = self.sent.get(key, 0) + tensor.numel() * tensor.element_size()
+            return fn(tensor, dst, *args, **kwargs)
+
+        wrapper.__name__ = fn.__name__
+        wrapper.__doc__ = fn.__doc__
+        return wrapper
+
+
+def describe(exc: BaseException) -> dict[str, Any]:
+    """An exception as the judge shows it: type, message, the student's frames."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if f.filename == SOURCE_NAME]
+    lines = traceback.format_list(own or frames[-3:])
+    text = "Traceback (most recent call last):\n" + "".join(lines)
+    text += "".join(traceback.format_exception_only(type(exc), exc))
+    line = own[-1].lineno if own else getattr(exc, "lineno", None)
+    return {"error": type(exc).__name__, "message": str(exc)[:2000], "traceback": text[-6000:], "line": line}
+
+
+def load_submission(code: str) -> types.ModuleType:
+    compiled = compile(code, SOURCE_NAME, "exec")
+    linecache.cache[SOURCE_NAME] = (len(code), None, code.splitlines(True), SOURCE_NAME)
+    module = types.ModuleType("submission")
+    module.__file__ = SOURCE_NAME
+    sys.modules["submission"] = module
+    exec(compiled, module.__dict__)
+    return module
+
+
+class Rank:
+    """A rank's end of its socket to the zygote."""
+
+    def __init__(self, ctl: int, index: int):
+        self.ctl = ctl
+        self.index = index
+
+    def send(self, meta: dict[str, Any], payload: bytes = b"") -> None:
+        channel.send(self.ctl, meta, payload)
+
+    def sync(self, tag: str) -> None:
+        """Wait until every rank of the group reached ``tag`` (the zygote releases them)."""
+        self.send({"kind": "sync", "tag": tag})
+        reply = channel.recv(self.ctl, 0)
+        if reply is None or reply[0].get("kind") != "go":
+            os._exit(3)
+
+
+def run_rank(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, ctl: int) -> None:
+    """Everything a rank does; the caller exits the process afterwards."""
+    me = Rank(ctl, rank)
+    try:
+        inputs, guard = set_up(job, group, rank, uid, me)
+    except BaseException:
+        # No student code has run yet: whatever went wrong is the grader's fault.
+        me.send({"kind": "fault", "traceback": traceback.format_exc()[-4000:]})
+        raise
+    me.send({"kind": "ready"})
+    try:
+        module = load_submission(job["code"])
+    except BaseException as exc:  # the student's import failing is a result, not our crash
+        me.send({"kind": "error", "phase": "import", **describe(exc), "guard": guard.report()})
+        me.sync("end")
+        return
+    for i, call in enumerate(group["calls"]):
+        if call.get("measure"):
+            me.sync(f"before:{i}")
+        run_call(me, module, i, call, inputs[i], guard)
+        if call.get("measure"):
+            me.sync(f"after:{i}")
+    me.send({"kind": "done", "guard": guard.report()})
+    me.sync("end")
+
+
+def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: Rank) -> tuple[Any, Guard]:
+    drop_privileges(uid, job["limits"], bool(job.get("sandboxed", True)))
+    got = channel.recv(me.ctl, MAX_INPUT)
+    if got is None:
+        raise EOFError("the zygote closed the channel before sending inputs")
+    import torch
+    import torch.distributed as dist
+
+    inputs = torch.load(io.BytesIO(got[1]), weights_only=True)
+    torch.set_num_threads(1)
+    backend = str(job.get("backend", "gloo"))
+    if backend == "nccl":  # one GPU per rank; CUDA is first touched here, after the fork
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+        inputs = [[t.cuda() for t in args] for args in inputs]
+    dist.init_process_group(
+        backend,
+        init_method=f"tcp://127.0.0.1:{group['port']}",
+        rank=rank,
+        world_size=group["world_size"],
+        timeout=timedelta(seconds=float(job["limits"]["wall_s"]) + 5),
+    )
+    limit_memory(int(job["limits"]["memory_mb"]))
+    guard = Guard()
+    guard.install()
+    return inputs, guard
+
+
+def run_call(me: Rank, module: types.ModuleType, i: int, call: dict[str, Any], args: list[Any], guard: Guard) -> None:
+    import torch
+
+    me.send({"kind": "start", "call": i})
+    fn = getattr(module, call["fn"], None)
+    if not callable(fn):
+        me.send(
+            {
+                "kind": "error",
+                "call": i,
+                "phase": "call",
+                "error": "MissingFunction",
+                "message": f"the submission defines no function {call['fn']}()",
+                "traceback": "",
+                "line": None,
+            }
+        )
+        return
+    args = [a.clone() for a in args]
+    try:
+        returned = fn(*args)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt included: all are the student's
+        me.send({"kind": "error", "call": i, "phase": "call", **describe(exc), "guard": guard.report()})
+        return
+    out = args[0] if call["inplace"] else returned
+    if not isinstance(out, torch.Tensor):
+        me.send(
+            {
+                "kind": "error",
+                "call": i,
+                "phase": "call",
+                "error": "WrongReturnType",
+                "line": None,
+                "message": f"{call['fn']}() returned {type(returned).__name__}, expected a torch.Tensor",
+                "traceback": "",
+            }
+        )
+        return
+    buffer = io.BytesIO()
+    torch.save(out.detach().cpu().as_subclass(torch.Tensor).contiguous().clone(), buffer)
+    me.send({"kind": "result", "call": i, "guard": guard.report()}, buffer.getvalue())

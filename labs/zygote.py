@@ -1,0 +1,323 @@
+"""The zygote: a warm process waiting inside a fresh sandbox for one job.
+
+It imports torch before any job arrives (the expensive part of starting a
+rank), then, on a job, forks the ranks of each world size in turn. It is the
+only trusted code in the sandbox: it runs as the sandbox's root with no
+student code in it, while each rank drops to its own unprivileged uid, so a
+rank can neither signal, trace nor read it. It relays each rank's messages to
+the worker, releases the ranks through their sync points, measures bytes on
+the wire around measured calls, and enforces the wall-clock deadline, telling
+a deadlock (every rank idle) from a busy loop. The worker kills the whole
+sandbox once the zygote reports the end, so no rank outlives its job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from labs import channel, harness, netstat
+
+MAX_JOB = 1 << 24
+MAX_INPUT = 1 << 30
+MAX_RESULT = 1 << 28
+STALL_S = 1.5
+BUSY_CPU_FRACTION = 0.2
+
+
+@dataclass
+class RankState:
+    rank: int
+    uid: int
+    pid: int
+    ctl: socket.socket
+    out: int
+    reader: channel.Reader
+    output: bytearray = field(default_factory=bytearray)
+    output_bytes: int = 0
+    ended: bool = False  # reached the final sync point
+    closed: bool = False  # its socket reached end of stream: exited or gave up the channel
+    waiting: str | None = None
+    last_call: int | None = None
+    status: int | None = None
+    problem: str | None = None
+
+    def info(self, cpu_s: float, state: str) -> dict[str, Any]:
+        code = sig = None
+        if self.status is not None:
+            code = os.waitstatus_to_exitcode(self.status)
+            sig, code = (-code, None) if code < 0 else (None, code)
+        return {
+            "rank": self.rank,
+            "state": state,
+            "exit": code,
+            "signal": sig,
+            "cpu_s": round(cpu_s, 3),
+            "last_call": self.last_call,
+            "problem": self.problem,
+            "output": self.output.decode("utf-8", "replace"),
+            "output_bytes": self.output_bytes,
+        }
+
+
+def cpu_by_uid() -> dict[int, float]:
+    """CPU seconds used so far by the live processes of each uid in this pid namespace."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            # The real uid from status: /proc/PID itself is owned by root once a rank's setuid
+            # has made it non-dumpable, so its owner says nothing about whose process it is.
+            with open(f"/proc/{name}/status") as f:
+                uid = int(next(line for line in f if line.startswith("Uid:")).split()[1])
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except (OSError, StopIteration, ValueError):
+            continue
+        out[uid] = out.get(uid, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+class Zygote:
+    def __init__(self, fd: int, job: dict[str, Any]):
+        self.fd = fd
+        self.job = job
+        self.limits = job["limits"]
+        self.deadline = time.monotonic() + float(self.limits["wall_s"])
+        self.output_cap = int(self.limits["output_bytes"])
+        self.last_output = 0.0
+
+    def tell(self, meta: dict[str, Any], payload: bytes = b"") -> None:
+        channel.send(self.fd, meta, payload)
+
+    def run(self) -> None:
+        for g, group in enumerate(self.job["groups"]):
+            status, infos = self.run_group(g, group)
+            self.tell({"kind": "group_end", "group": g, "status": status, "ranks": infos})
+            if status != "ok":
+                break
+
+    def fork_ranks(self, g: int, group: dict[str, Any]) -> list[RankState]:
+        ranks: list[RankState] = []
+        for r in range(int(group["world_size"])):
+            parent, child = socket.socketpair()
+            out_r, out_w = os.pipe()
+            uid = int(self.job["uid_base"]) + 8 * g + r
+            pid = os.fork()
+            if pid == 0:  # the rank: keep only its own ends
+                code = 1
+                try:
+                    os.close(self.fd)
+                    parent.close()
+                    os.close(out_r)
+                    for other in ranks:
+                        other.ctl.close()
+                        os.close(other.out)
+                    os.dup2(out_w, 1)
+                    os.dup2(out_w, 2)
+                    os.close(out_w)
+                    harness.run_rank(self.job, group, r, uid, child.fileno())
+                    code = 0
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(code)
+            child.close()
+            os.close(out_w)
+            ranks.append(RankState(r, uid, pid, parent, out_r, channel.Reader(MAX_RESULT)))
+        self.tell({"kind": "need_inputs", "group": g})
+        for _ in ranks:
+            got = channel.recv(self.fd, MAX_INPUT)
+            if got is None:
+                os._exit(0)
+            channel.write_all(ranks[int(got[0]["rank"])].ctl.fileno(), channel.encode(got[0], got[1]))
+        return ranks
+
+    def run_group(self, g: int, group: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        ranks = self.fork_ranks(g, group)
+        sel = selectors.DefaultSelector()
+        for rs in ranks:
+            rs.ctl.setblocking(False)
+            os.set_blocking(rs.out, False)
+            sel.register(rs.ctl, selectors.EVENT_READ, (rs, "ctl"))
+            sel.register(rs.out, selectors.EVENT_READ, (rs, "out"))
+        uids = {rs.uid for rs in ranks}
+        samples: list[tuple[float, dict[int, float]]] = []
+        last_progress = time.monotonic()
+        wire_before: tuple[dict[Any, Any], int] | None = None
+        status = "ok"
+        while True:
+            if all(rs.closed for rs in ranks):
+                status = "ok" if all(rs.ended for rs in ranks) else "crashed"
+                break
+            dead = [rs for rs in ranks if rs.closed and not rs.ended]
+            now = time.monotonic()
+            if dead and now - last_progress > 0.5:
+                status = "crashed"
+                break
+            cpu = {u: c for u, c in cpu_by_uid().items() if u in uids}
+            samples = [s for s in samples if now - s[0] <= STALL_S + 0.5] + [(now, cpu)]
+            # A rank that keeps printing is busy even if the pipe, not the CPU, is what holds it up.
+            active = self.busy(samples, ranks) or now - self.last_output < 1.0
+            if now >= self.deadline:
+                status = "time_limit" if active else "deadlock"
+                break
+            if now - last_progress > STALL_S and samples[0][0] <= now - STALL_S and not active:
+                status = "deadlock"
+                break
+            for key, _ in sel.select(timeout=min(0.25, max(0.0, self.deadline - now))):
+                rs, kind = key.data
+                try:
+                    data = os.read(key.fd, 1 << 20)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b""
+                if kind == "out":
+                    self.take_output(rs, data, sel, key.fd)
+                    continue
+                last_progress = time.monotonic()
+                if not data:
+                    sel.unregister(key.fd)
+                    rs.closed = True
+                    continue
+                try:
+                    messages = rs.reader.feed(data)
+                except channel.ProtocolError as exc:
+                    rs.problem = f"broke the result channel: {exc}"
+                    sel.unregister(key.fd)
+                    rs.closed = True
+                    continue
+                for meta, payload in messages:
+                    wire_before = self.handle(g, rs, ranks, meta, payload, wire_before)
+        return status, self.finish(ranks, sel, samples, status)
+
+    def handle(
+        self,
+        g: int,
+        rs: RankState,
+        ranks: list[RankState],
+        meta: dict[str, Any],
+        payload: bytes,
+        wire_before: tuple[dict[Any, Any], int] | None,
+    ) -> tuple[dict[Any, Any], int] | None:
+        kind = meta.get("kind")
+        if kind in ("ready", "start", "result", "error", "done", "fault"):
+            if kind == "start" and isinstance(meta.get("call"), int):
+                rs.last_call = meta["call"]
+            self.tell({**meta, "group": g, "rank": rs.rank}, payload)
+            return wire_before
+        if kind != "sync":
+            rs.problem = f"sent an unknown message kind {kind!r}"
+            return wire_before
+        rs.waiting = str(meta.get("tag"))
+        live = [x for x in ranks if not x.closed]
+        if any(x.waiting != rs.waiting for x in live):
+            return wire_before
+        tag = rs.waiting
+        if tag.startswith("before:"):
+            wire_before = (netstat.snapshot(), netstat.loopback_tx_bytes())
+        elif tag.startswith("after:") and wire_before is not None:
+            self.report_wire(g, int(tag.partition(":")[2]), ranks, wire_before)
+            wire_before = None
+        for x in live:
+            x.waiting = None
+            x.ended = x.ended or tag == "end"
+            try:
+                channel.send(x.ctl.fileno(), {"kind": "go"})
+            except OSError:
+                x.closed = True
+        return wire_before
+
+    def report_wire(self, g: int, call: int, ranks: list[RankState], before: tuple[dict[Any, Any], int]) -> None:
+        after = netstat.snapshot()
+        lo = netstat.loopback_tx_bytes() - before[1]
+        by_uid = netstat.traffic(before[0], after)
+        rank_of = {rs.uid: rs.rank for rs in ranks}
+        per_rank = {
+            str(rank_of.get(uid, -1)): {str(rank_of.get(peer, -1)): n for peer, n in peers.items()}
+            for uid, peers in by_uid.items()
+        }
+        self.tell({"kind": "wire", "group": g, "call": call, "sent": per_rank, "loopback_bytes": lo})
+
+    def take_output(self, rs: RankState, data: bytes, sel: selectors.BaseSelector, fd: int) -> None:
+        if not data:
+            sel.unregister(fd)
+            return
+        rs.output_bytes += len(data)
+        self.last_output = time.monotonic()
+        room = self.output_cap - len(rs.output)
+        if room > 0:
+            rs.output += data[:room]
+
+    def busy(self, samples: list[tuple[float, dict[int, float]]], ranks: list[RankState]) -> bool:
+        """Whether some unfinished rank used the CPU in the recent window."""
+        if len(samples) < 2:
+            return True
+        (t0, c0), (t1, c1) = samples[0], samples[-1]
+        span = max(t1 - t0, 1e-3)
+        return any(
+            (c1.get(rs.uid, 0.0) - c0.get(rs.uid, 0.0)) / span > BUSY_CPU_FRACTION for rs in ranks if not rs.ended
+        )
+
+    def finish(
+        self,
+        ranks: list[RankState],
+        sel: selectors.BaseSelector,
+        samples: list[tuple[float, dict[int, float]]],
+        status: str,
+    ) -> list[dict[str, Any]]:
+        grace = time.monotonic() + (0.5 if status == "ok" else 0.05)
+        while time.monotonic() < grace and any(rs.status is None for rs in ranks):
+            for rs in ranks:
+                if rs.status is None:
+                    pid, st = os.waitpid(rs.pid, os.WNOHANG)
+                    rs.status = st if pid else None
+            for key, _ in sel.select(timeout=0.01):
+                rs, kind = key.data
+                if kind == "out":
+                    with contextlib.suppress(BlockingIOError, InterruptedError):
+                        self.take_output(rs, os.read(key.fd, 1 << 20), sel, key.fd)
+        cpu = samples[-1][1] if samples else {}
+        infos = []
+        for rs in ranks:
+            state = "finished" if rs.ended else "exited" if rs.status is not None else "running"
+            if state == "running" and rs.waiting:
+                state = f"waiting at {rs.waiting}"
+            infos.append(rs.info(cpu.get(rs.uid, 0.0), state))
+        sel.close()
+        return infos
+
+
+def main() -> None:
+    """Entry point inside the sandbox: ``python -I zygote-launcher FD``."""
+    fd = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d
+
+    assert dist.is_gloo_available()
+    channel.send(fd, {"kind": "ready", "pid": os.getpid(), "torch": torch.__version__})
+    got = channel.recv(fd, MAX_JOB)
+    if got is None:
+        os._exit(0)
+    try:
+        Zygote(fd, got[0]).run()
+        channel.send(fd, {"kind": "end"})
+    except BaseException:
+        channel.send(fd, {"kind": "fault", "traceback": traceback.format_exc()[-4000:]})
+    os._exit(0)

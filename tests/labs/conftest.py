@@ -1,0 +1,36 @@
+"""A warm grader shared by the lab tests: real bubblewrap, real torch.distributed ranks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from labs.spec import DEFAULT_CONTENT
+
+# Set before any sandbox starts: a secret in the worker's environment that student code must never see.
+SECRET = "postgresql://ringlab:s3cret-in-worker-env@db/ringlab"
+os.environ["DATABASE_URL"] = SECRET
+
+
+@pytest.fixture(scope="session")
+def grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(pool_size=2)
+    yield g
+    g.close()
+
+
+def solution(lab: str) -> str:
+    return (DEFAULT_CONTENT / lab / "solution.py").read_text()
+
+
+def starter(lab: str) -> str:
+    return (DEFAULT_CONTENT / lab / "starter.py").read_text()
+
+
+def labs_dir() -> Path:
+    return DEFAULT_CONTENT

@@ -7,4 +7,5 @@ def load_all() -> None:
     import app.accounts.models
     import app.content.records
     import app.flashcards.models
+    import app.labs.models
     import app.quizzes.models  # noqa: F401

@@ -1,0 +1,7 @@
+"""Lab pages: statement, editor, submissions and results."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["labs"])

@@ -2,6 +2,95 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from app.content.records import Card
+from app.db import utcnow
+from app.deps import ApiUser, SessionDep
+from app.flashcards import service, study
+from app.flashcards.models import STATE_NAMES, CardState
+from app.flashcards.views import fuzzing
 
 router = APIRouter(prefix="/api/v1", tags=["api: flashcards"])
+
+
+class DeckOut(BaseModel):
+    id: str
+    title: str
+    card_count: int
+
+
+class ReviewIn(BaseModel):
+    card_id: str = Field(max_length=80)
+    rating: int = Field(ge=1, le=5, description="1-5: 1 and 2 are Again, 3 Hard, 4 Good, 5 Easy")
+    duration_ms: int | None = Field(default=None, ge=0, le=86_400_000)
+    review_id: str | None = Field(
+        default=None, max_length=100, description="idempotency key: sent twice, recorded once"
+    )
+
+
+class ReviewOut(BaseModel):
+    card_id: str
+    state: str
+    due: datetime | None
+    interval_days: int
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def card_out(card: Card, state: CardState | None, now: datetime) -> dict[str, Any]:
+    snap = study.snapshot_of(state)
+    return {
+        "id": card.id, "topic": card.topic, "front": card.front_html, "back": card.back_html,
+        "state": STATE_NAMES[snap.state], "due": _iso(snap.due), "stability": snap.stability,
+        "difficulty": snap.difficulty, "suspended": bool(state and state.suspended),
+        "buried": bool(state and state.buried_until and state.buried_until > now),
+    }  # fmt: skip
+
+
+@router.get("/decks", response_model=list[DeckOut])
+def decks(user: ApiUser, session: SessionDep) -> list[DeckOut]:
+    return [DeckOut(id=d.id, title=d.title, card_count=n) for d, n in service.list_decks(session=session)]
+
+
+@router.get("/decks/{deck_id}/queue")
+def queue(deck_id: str, user: ApiUser, session: SessionDep) -> dict[str, Any]:
+    view = study.study_view(user.id, deck_id, session=session, now=utcnow(), with_intervals=False)
+    card = view.card and {"id": view.card.id, "topic": view.card.topic, "front": view.card.front_html}
+    return {"card": card, "counts": view.counts.as_dict()}
+
+
+@router.get("/cards/{card_id}")
+def card(card_id: str, user: ApiUser, session: SessionDep) -> dict[str, Any]:
+    found, state = study.card_status(user.id, card_id, session=session)
+    return card_out(found, state, utcnow())
+
+
+@router.post("/reviews", response_model=ReviewOut)
+def rate(body: ReviewIn, request: Request, user: ApiUser, session: SessionDep) -> ReviewOut:
+    done = study.rate(
+        user.id, body.card_id, body.rating, session=session, now=utcnow(), duration_ms=body.duration_ms,
+        review_key=body.review_id, fuzz=fuzzing(request),
+    )  # fmt: skip
+    return ReviewOut(card_id=done.card_id, state=done.snap.state_name, due=done.snap.due,
+                     interval_days=done.snap.interval_days)  # fmt: skip
+
+
+@router.post("/reviews/undo")
+def undo(user: ApiUser, session: SessionDep) -> dict[str, Any]:
+    now = utcnow()
+    card_id = study.undo(user.id, session=session, now=now)
+    found, state = study.card_status(user.id, card_id, session=session)
+    return card_out(found, state, now)
+
+
+@router.get("/decks/{deck_id}/stats")
+def stats(deck_id: str, user: ApiUser, session: SessionDep) -> dict[str, object]:
+    _, figures = service.deck_stats(user.id, deck_id, session=session, now=utcnow())
+    return figures.as_dict()

@@ -1,0 +1,102 @@
+"""Per-student study settings: reading them, and checking and saving the form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.errors import InvalidInput
+from app.flashcards.models import StudySettings
+from app.flashcards.scheduling import Prefs
+
+RETENTION_RANGE = (0.70, 0.97)
+
+
+def get_prefs(user_id: int, *, session: Session) -> Prefs:
+    """The student's settings, or the defaults when they never saved any."""
+    row = session.get(StudySettings, user_id)
+    if row is None:
+        return Prefs()
+    return Prefs(
+        desired_retention=row.desired_retention, learning_steps=tuple(row.learning_steps),
+        relearning_steps=tuple(row.relearning_steps), new_per_day=row.new_per_day,
+        reviews_per_day=row.reviews_per_day, time_zone=row.time_zone,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SettingsForm:
+    desired_retention: str
+    new_per_day: str
+    reviews_per_day: str
+    learning_steps: str
+    relearning_steps: str
+    time_zone: str
+
+
+def _steps(text: str, field: str) -> tuple[int, ...]:
+    """'1m 10m' or '1 10' or '1h' -> minutes."""
+    minutes: list[int] = []
+    for part in text.replace(",", " ").split():
+        unit = part[-1].lower() if part[-1].isalpha() else "m"
+        number = part[:-1] if part[-1].isalpha() else part
+        if unit not in "mhd" or not number.isdigit() or int(number) == 0:
+            raise InvalidInput(f"Write steps as minutes, like '1m 10m' (got '{part}').", field=field)
+        minutes.append(int(number) * {"m": 1, "h": 60, "d": 1440}[unit])
+    if len(minutes) > 10:
+        raise InvalidInput("At most 10 steps.", field=field)
+    return tuple(minutes)
+
+
+def _int(text: str, field: str, label: str, top: int) -> int:
+    if not text.strip().isdigit() or not 0 <= int(text) <= top:
+        raise InvalidInput(f"{label} must be a whole number from 0 to {top}.", field=field)
+    return int(text)
+
+
+def parse(form: SettingsForm) -> Prefs:
+    """Check the settings form; InvalidInput names the field that is wrong."""
+    low, high = RETENTION_RANGE
+    try:
+        retention = float(form.desired_retention)
+    except ValueError:
+        retention = -1.0
+    if not low <= retention <= high:
+        raise InvalidInput(f"Desired retention must be between {low:.2f} and {high:.2f}.", field="desired_retention")
+    try:
+        ZoneInfo(form.time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        message = f"Unknown time zone '{form.time_zone}'; use a name like Europe/Paris."
+        raise InvalidInput(message, field="time_zone") from None
+    return Prefs(
+        desired_retention=round(retention, 3),
+        learning_steps=_steps(form.learning_steps, "learning_steps"),
+        relearning_steps=_steps(form.relearning_steps, "relearning_steps"),
+        new_per_day=_int(form.new_per_day, "new_per_day", "New cards per day", 9999),
+        reviews_per_day=_int(form.reviews_per_day, "reviews_per_day", "Reviews per day", 99999),
+        time_zone=form.time_zone,
+    )
+
+
+def save(user_id: int, prefs: Prefs, *, session: Session) -> None:
+    row = session.get(StudySettings, user_id) or StudySettings(user_id=user_id)
+    row.desired_retention = prefs.desired_retention
+    row.new_per_day = prefs.new_per_day
+    row.reviews_per_day = prefs.reviews_per_day
+    row.learning_steps = list(prefs.learning_steps)
+    row.relearning_steps = list(prefs.relearning_steps)
+    row.time_zone = prefs.time_zone
+    row.updated_at = utcnow()
+    session.add(row)
+    session.flush()
+
+
+def steps_text(minutes: tuple[int, ...]) -> str:
+    return " ".join(f"{m // 1440}d" if m % 1440 == 0 else f"{m // 60}h" if m % 60 == 0 else f"{m}m" for m in minutes)
+
+
+def time_zones() -> list[str]:
+    return sorted(available_timezones())

@@ -1,0 +1,80 @@
+// Flashcard review keys, as in Anki: Space/Enter show the answer (and then mean Good),
+// 1-5 rate, U or Ctrl+Z undo, - bury, @ suspend. No inline handlers: the CSP forbids them.
+(function () {
+  "use strict";
+  let shownAt = performance.now();
+  let busy = false;
+
+  function reviewer() { return document.getElementById("reviewer"); }
+
+  function reveal(root) {
+    const answer = root.querySelector(".answer");
+    const ratings = root.querySelector(".ratings");
+    if (!answer || !ratings) return;
+    answer.hidden = false;
+    ratings.hidden = false;
+    root.dataset.side = "back";
+    const button = root.querySelector("[data-reveal]");
+    if (button) button.hidden = true;
+  }
+
+  function press(root, selector) {
+    const button = root.querySelector(selector);
+    if (button && !busy) button.click();
+  }
+
+  document.addEventListener("click", function (event) {
+    const target = event.target instanceof Element ? event.target : null;
+    if (!target) return;
+    if (target.closest("[data-reveal]")) {
+      const root = reviewer();
+      if (root) reveal(root);
+      return;
+    }
+    if (target.closest("[data-rate]")) {
+      const root = reviewer();
+      const field = root && root.querySelector("[data-duration]");
+      if (field) field.value = String(Math.round(performance.now() - shownAt));
+    }
+  }, true);
+
+  document.addEventListener("keydown", function (event) {
+    const root = reviewer();
+    if (!root) return;
+    const target = event.target;
+    if (target instanceof HTMLElement && target.closest("input, textarea, select, [contenteditable]")) return;
+    const key = event.key;
+    if ((event.ctrlKey || event.metaKey) && key.toLowerCase() === "z") {
+      event.preventDefault();
+      press(root, "[data-undo]");
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const front = root.dataset.side !== "back";
+    if (key === " " || key === "Enter") {
+      if (target instanceof HTMLElement && target.closest("button, a") && key === "Enter") return;
+      event.preventDefault();
+      if (front) reveal(root); else press(root, '[data-rate="4"]');
+    } else if (/^[1-5]$/.test(key)) {
+      if (!front) press(root, '[data-rate="' + key + '"]');
+    } else if (key === "u" || key === "U") {
+      press(root, "[data-undo]");
+    } else if (key === "-") {
+      press(root, "[data-bury]");
+    } else if (key === "@") {
+      press(root, "[data-suspend]");
+    }
+  });
+
+  document.addEventListener("htmx:beforeRequest", function () { busy = true; });
+  document.addEventListener("htmx:afterRequest", function () { busy = false; });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    const target = event.target;
+    if (target instanceof HTMLElement && target.id === "reviewer") shownAt = performance.now();
+  });
+  // The swapped-in #reviewer replaces the target itself (outerHTML); reset the clock there too.
+  document.addEventListener("htmx:afterSettle", function () {
+    const root = reviewer();
+    if (root && root.dataset.side !== "back") shownAt = performance.now();
+  });
+})();

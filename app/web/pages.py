@@ -9,7 +9,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.accounts import stats as account_stats
 from app.content import service as content
+from app.db import utcnow
 from app.deps import OptionalUser, RequireInstructor, SessionDep
+from app.flashcards import study as flashcards
 from app.web.templating import render
 
 router = APIRouter()
@@ -17,8 +19,11 @@ router = APIRouter()
 
 @router.get("/", response_class=HTMLResponse)
 def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    # What is waiting for a student; the study features fill these in as they land.
-    waiting = {"cards_due": 0, "quizzes_open": 0, "labs_pending": 0} if user else None
+    waiting = None
+    if user:
+        # What is waiting for this student today; quizzes and labs fill theirs in as they land.
+        waiting = {"cards_due": flashcards.cards_due(user.id, session=session, now=utcnow()), "quizzes_open": 0,
+                   "labs_pending": 0}  # fmt: skip
     return render(request, "home.html", {"counts": content.live_counts(session), "waiting": waiting})
 
 

@@ -86,3 +86,13 @@ def test_server_error_is_a_friendly_page_without_a_traceback(app) -> None:  # ty
     assert "Something went wrong on our side" in response.text
     assert "Traceback" not in response.text and "secret internals" not in response.text
     assert "content-security-policy" in response.headers
+
+
+def test_dashboard_counts_cards_due_for_a_new_student(client: TestClient, session) -> None:  # type: ignore[no-untyped-def]
+    from tests.factories import make_user, sign_in
+
+    make_user(session, "dash-student")
+    sign_in(client, "dash-student")
+    page = client.get("/").text
+    # A new student has the day's new-card allowance (20 by default) waiting.
+    assert '<p class="big-number">20</p><p class="meta">cards due today, of 89</p>' in page

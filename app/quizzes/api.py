@@ -2,6 +2,102 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.deps import ApiUser, SessionDep
+from app.quizzes import attempts, service
+from app.quizzes.models import QuizAttempt
+from app.quizzes.schemas import AnswerIn, AnswerOut, AttemptOut, OptionOut, QuestionOut, QuizOut, ResultOut
 
 router = APIRouter(prefix="/api/v1", tags=["api: quizzes"])
+
+
+def _result(attempt: QuizAttempt, *, session: Session) -> ResultOut:
+    page = service.result_page(attempt, session=session)
+    r = page.result
+    assert attempt.submitted_at is not None
+    return ResultOut.model_validate(
+        {
+            **{k: r[k] for k in ("score", "max_score", "percent", "passed", "sections")},
+            "guide": r["guide"],
+            "questions": [
+                {
+                    "id": i.question.id,
+                    "choice": i.choice,
+                    "answer": i.answer,
+                    "correct": i.correct,
+                    "explanation": i.explanation_text,
+                }
+                for i in page.items
+            ],
+            "submitted_at": attempt.submitted_at,
+            "auto_submitted": attempt.auto_submitted,
+        }
+    )
+
+
+def _attempt(attempt: QuizAttempt, *, session: Session) -> AttemptOut:
+    page = service.attempt_page(attempt, session=session, now=utcnow())
+    questions = [
+        QuestionOut(
+            id=q.id,
+            section=q.section_id,
+            prompt=q.prompt_text,
+            options=[OptionOut(key=o.key, text=o.text) for o in q.options],
+        )
+        for q in page.questions
+    ]
+    return AttemptOut(
+        id=attempt.id,
+        quiz_id=attempt.quiz_id,
+        status="open" if attempt.is_open else "submitted",
+        started_at=attempt.started_at,
+        deadline=attempt.deadline,
+        submitted_at=attempt.submitted_at,
+        questions=questions,
+        choices=page.choices,
+        result=None if attempt.is_open else _result(attempt, session=session),
+    )
+
+
+@router.get("/quizzes", response_model=list[QuizOut])
+def quizzes(user: ApiUser, session: SessionDep) -> list[QuizOut]:
+    return [
+        QuizOut(
+            id=s.quiz.id,
+            title=s.quiz.title,
+            question_count=s.question_count,
+            passing_score=s.quiz.passing_score,
+            time_limit_minutes=s.quiz.time_limit_minutes,
+        )
+        for s in service.list_quizzes(session=session)
+    ]
+
+
+@router.post("/quizzes/{quiz_id}/attempts", response_model=AttemptOut, status_code=201)
+def start(quiz_id: str, user: ApiUser, session: SessionDep, response: Response) -> AttemptOut:
+    """Start an attempt (201), or return the open one for this quiz (200)."""
+    attempt, created = attempts.start_attempt(quiz_id, user.id, session=session, now=utcnow())
+    response.status_code = 201 if created else 200
+    return _attempt(attempt, session=session)
+
+
+@router.get("/attempts/{attempt_id}", response_model=AttemptOut)
+def attempt(attempt_id: int, user: ApiUser, session: SessionDep) -> AttemptOut:
+    found = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
+    return _attempt(found, session=session)
+
+
+@router.put("/attempts/{attempt_id}/answers/{question_id}", response_model=AnswerOut)
+def answer(attempt_id: int, question_id: str, body: AnswerIn, user: ApiUser, session: SessionDep) -> AnswerOut:
+    now = utcnow()
+    attempts.save_answer(attempt_id, user.id, question_id, body.choice, session=session, now=now)
+    return AnswerOut(question_id=question_id, choice=body.choice, saved_at=now)
+
+
+@router.post("/attempts/{attempt_id}/submit", response_model=ResultOut)
+def submit(attempt_id: int, user: ApiUser, session: SessionDep) -> ResultOut:
+    done = attempts.submit(attempt_id, user.id, session=session, now=utcnow())
+    return _result(done, session=session)

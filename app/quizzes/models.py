@@ -1,3 +1,64 @@
-"""Database rows for quizzes (per-student state)."""
+"""Database rows for quizzes (per-student state): attempts and the answers saved in them."""
 
 from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.db import Base, UTCDateTime, utcnow
+
+
+class QuizAttempt(Base):
+    """One sitting of a quiz by one student.
+
+    The question list and the shuffle seed are fixed when the attempt starts, so
+    a content change or a reload never reorders what the student is looking at.
+    ``score``/``max_score``/``passed`` are written once, at submit, and never again.
+    """
+
+    __tablename__ = "quiz_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    quiz_id: Mapped[str] = mapped_column(ForeignKey("quizzes.id"), index=True)
+    question_ids: Mapped[list[str]] = mapped_column(JSON)
+    seed: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    deadline: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Bumped by every save: the first statement of a write, so it takes the lock
+    # (the row on PostgreSQL, the database on SQLite) before anything is read.
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    submitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    auto_submitted: Mapped[bool] = mapped_column(Boolean, default=False)
+    score: Mapped[int | None] = mapped_column(Integer)
+    max_score: Mapped[int | None] = mapped_column(Integer)
+    passed: Mapped[bool | None] = mapped_column(Boolean)
+    # The whole result as marked at submit (see attempts.result_dict): frozen, so a later fix
+    # to the answer key or the scoring guide never changes a grade already given.
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+    answers: Mapped[list[QuizAnswer]] = relationship(back_populates="attempt", order_by="QuizAnswer.id")
+
+    @property
+    def is_open(self) -> bool:
+        return self.submitted_at is None
+
+
+class QuizAnswer(Base):
+    """The option a student chose for one question of an attempt; one row per question."""
+
+    __tablename__ = "quiz_answers"
+    __table_args__ = (UniqueConstraint("attempt_id", "question_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("quiz_attempts.id", ondelete="CASCADE"))
+    question_id: Mapped[str] = mapped_column(ForeignKey("questions.id"))
+    choice: Mapped[str] = mapped_column(String(4))
+    answered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Filled in at submit, from the key as it was then.
+    correct: Mapped[bool | None] = mapped_column(Boolean)
+
+    attempt: Mapped[QuizAttempt] = relationship(back_populates="answers")

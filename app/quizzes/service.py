@@ -1,14 +1,22 @@
-"""Quiz queries. Answers and explanations stay on the server until an attempt is submitted."""
+"""Quiz queries for pages and the API. Answers and explanations stay on the server until an attempt is submitted.
+
+Open attempts are shown through ``QuestionView``, which has no field for the answer or the
+explanation, so no template or API response of an open attempt can leak them by mistake.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.content.records import Question, Quiz
 from app.errors import NotFound
+from app.quizzes import attempts, scoring, statistics
+from app.quizzes.models import QuizAttempt
 
 
 @dataclass(frozen=True)
@@ -16,6 +24,10 @@ class QuizSummary:
     quiz: Quiz
     question_count: int
     section_counts: dict[str, int]
+
+    @property
+    def pass_mark(self) -> int | None:
+        return scoring.pass_mark(self.quiz.passing_score, self.question_count)
 
 
 def _live_questions(quiz_id: str):  # type: ignore[no-untyped-def]
@@ -41,3 +53,202 @@ def get_quiz(quiz_id: str, *, session: Session) -> QuizSummary:
         key = question.section_id or ""
         section_counts[key] = section_counts.get(key, 0) + 1
     return QuizSummary(quiz, sum(section_counts.values()), section_counts)
+
+
+def history(quiz_id: str, user_id: int, *, session: Session, now: datetime) -> list[QuizAttempt]:
+    """The student's attempts at a quiz, newest first; any past its deadline is submitted first."""
+    rows = session.scalars(
+        select(QuizAttempt)
+        .where(QuizAttempt.quiz_id == quiz_id, QuizAttempt.user_id == user_id)
+        .order_by(QuizAttempt.started_at.desc(), QuizAttempt.id.desc())
+    ).all()
+    for row in rows:
+        if row.is_open and row.deadline is not None and now >= row.deadline:
+            attempts.get_attempt(row.id, user_id, session=session, now=now)
+    return list(rows)
+
+
+def quizzes_open(user_id: int, *, session: Session, now: datetime | None = None) -> int:
+    """How many attempts the student has in progress (open and not past their deadline)."""
+    query = (
+        select(func.count())
+        .select_from(QuizAttempt)
+        .where(QuizAttempt.user_id == user_id, QuizAttempt.submitted_at.is_(None))
+    )
+    if now is not None:
+        query = query.where(or_(QuizAttempt.deadline.is_(None), QuizAttempt.deadline > now))
+    return int(session.scalar(query) or 0)
+
+
+@dataclass(frozen=True)
+class OptionView:
+    key: str
+    html: str
+    text: str
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    """A question as a student sees it while answering: no answer, no explanation."""
+
+    id: str
+    number: int
+    section_id: str | None
+    section_title: str | None
+    prompt_html: str
+    prompt_text: str
+    options: tuple[OptionView, ...]
+
+
+def _views(quiz: Quiz, attempt: QuizAttempt, questions: list[Question]) -> list[QuestionView]:
+    titles = {s["id"]: s["title"] for s in quiz.sections}
+    views = []
+    for number, q in enumerate(questions, start=1):
+        texts = {o["key"]: o["text"] for o in q.source.get("options", [])}
+        htmls = {o["key"]: o["html"] for o in q.options}
+        order = scoring.option_order(list(htmls), seed=attempt.seed, question_id=q.id, shuffle=quiz.shuffle_options)
+        views.append(
+            QuestionView(
+                id=q.id,
+                number=number,
+                section_id=q.section_id,
+                section_title=titles.get(q.section_id or ""),
+                prompt_html=q.prompt_html,
+                prompt_text=q.source.get("prompt", ""),
+                options=tuple(OptionView(k, htmls[k], texts.get(k, "")) for k in order),
+            )
+        )
+    return views
+
+
+@dataclass(frozen=True)
+class AttemptPage:
+    attempt: QuizAttempt
+    quiz: Quiz
+    questions: tuple[QuestionView, ...]
+    choices: dict[str, str]
+    now: datetime
+
+    @property
+    def unanswered(self) -> list[QuestionView]:
+        return [q for q in self.questions if q.id not in self.choices]
+
+    @property
+    def seconds_left(self) -> int | None:
+        if self.attempt.deadline is None:
+            return None
+        return max(0, int((self.attempt.deadline - self.now).total_seconds()))
+
+    def question(self, number: int) -> QuestionView:
+        """Question ``number`` (1-based), clamped to the attempt's range."""
+        return self.questions[min(max(number, 1), len(self.questions)) - 1]
+
+    def sections(self) -> list[tuple[str | None, list[QuestionView]]]:
+        """Questions grouped by section, in order, for the overview."""
+        groups: list[tuple[str | None, list[QuestionView]]] = []
+        for q in self.questions:
+            if not groups or groups[-1][0] != q.section_title:
+                groups.append((q.section_title, []))
+            groups[-1][1].append(q)
+        return groups
+
+
+def attempt_page(attempt: QuizAttempt, *, session: Session, now: datetime) -> AttemptPage:
+    quiz = session.get(Quiz, attempt.quiz_id)
+    assert quiz is not None
+    questions = attempts.questions_of(attempt, session=session)
+    choices = attempts.choices_of(attempt, session=session)
+    return AttemptPage(attempt, quiz, tuple(_views(quiz, attempt, questions)), choices, now)
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    question: QuestionView
+    choice: str | None
+    answer: str
+    correct: bool
+    explanation_html: str
+    explanation_text: str
+
+
+@dataclass(frozen=True)
+class ResultPage:
+    attempt: QuizAttempt
+    quiz: Quiz
+    result: dict[str, Any]
+    items: tuple[ReviewItem, ...]
+    pass_mark: int | None
+
+
+def result_page(attempt: QuizAttempt, *, session: Session) -> ResultPage:
+    """The submitted attempt's frozen result with every question to review."""
+    if attempt.result is None:
+        raise attempts.AttemptClosed("This attempt is still open; submit it to see the result.")
+    quiz = session.get(Quiz, attempt.quiz_id)
+    assert quiz is not None
+    questions = attempts.questions_of(attempt, session=session)
+    by_id = {q.id: q for q in questions}
+    views = {v.id: v for v in _views(quiz, attempt, questions)}
+    items = tuple(
+        ReviewItem(
+            views[m["id"]],
+            m["choice"],
+            m["answer"],
+            m["correct"],
+            by_id[m["id"]].explanation_html,
+            by_id[m["id"]].source.get("explanation", ""),
+        )
+        for m in attempt.result["marks"]
+        if m["id"] in views
+    )
+    result = attempt.result
+    return ResultPage(attempt, quiz, result, items, scoring.pass_mark(quiz.passing_score, result["max_score"]))
+
+
+@dataclass(frozen=True)
+class CardToReview:
+    card_id: str
+    question_id: str
+    attempt_id: int
+    flagged_at: datetime
+
+
+def cards_to_review(user_id: int, *, session: Session, since: datetime | None = None) -> list[CardToReview]:
+    """Flashcards named by questions the student got wrong (or left blank) in submitted attempts.
+
+    Newest first, one entry per card; ``since`` keeps only attempts submitted after it. The
+    flashcard scheduler can make these cards due.
+    """
+    query = select(QuizAttempt).where(QuizAttempt.user_id == user_id, QuizAttempt.result.is_not(None))
+    if since is not None:
+        query = query.where(QuizAttempt.submitted_at > since)
+    rows = session.scalars(query.order_by(QuizAttempt.submitted_at.desc(), QuizAttempt.id.desc())).all()
+    missed = {(a.id, m["id"]) for a in rows for m in (a.result or {}).get("marks", []) if not m["correct"]}
+    cards_of = dict(
+        session.execute(select(Question.id, Question.card_ids).where(Question.id.in_({q for _, q in missed}))).all()
+    )
+    seen: dict[str, CardToReview] = {}
+    for attempt in rows:
+        for mark in (attempt.result or {}).get("marks", []):
+            if (attempt.id, mark["id"]) not in missed:
+                continue
+            for card in cards_of.get(mark["id"]) or []:
+                if card not in seen and attempt.submitted_at is not None:
+                    seen[card] = CardToReview(card, mark["id"], attempt.id, attempt.submitted_at)
+    return list(seen.values())
+
+
+def quiz_statistics(quiz_id: str, *, session: Session, now: datetime) -> statistics.QuizStats:
+    """Item statistics over every submitted attempt (expired ones are submitted first)."""
+    summary = get_quiz(quiz_id, session=session)
+    attempts.sweep_expired(session=session, now=now)
+    results = session.scalars(
+        select(QuizAttempt.result).where(QuizAttempt.quiz_id == quiz_id, QuizAttempt.result.is_not(None))
+    ).all()
+    rows = {q.id: q for q in session.scalars(_live_questions(quiz_id).order_by(Question.position))}
+    order = scoring.question_order([(q.id, q.section_id) for q in rows.values()], summary.quiz.sections)
+    items = [
+        statistics.ItemInfo(qid, n, [o["key"] for o in rows[qid].options], rows[qid].answer)
+        for n, qid in enumerate(order, 1)
+    ]
+    return statistics.quiz_stats(summary.quiz.title, items, [r for r in results if r])

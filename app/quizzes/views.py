@@ -1,15 +1,40 @@
-"""Quiz pages."""
+"""Quiz pages: list, intro with history, taking an attempt (htmx), result, instructor statistics."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from typing import Annotated
 
-from app.deps import SessionDep
-from app.quizzes import service
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.db import utcnow
+from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep
+from app.quizzes import attempts, service
 from app.web.templating import render
 
 router = APIRouter(prefix="/quizzes", tags=["quizzes"])
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _partial(request: Request) -> bool:
+    """An htmx swap (not a history restore, which needs the whole page)."""
+    return bool(request.headers.get("hx-request")) and not request.headers.get("hx-history-restore-request")
+
+
+def _go(request: Request, url: str) -> Response:
+    if request.headers.get("hx-request"):
+        return Response(status_code=204, headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)
+
+
+def _fresh(response: Response) -> Response:
+    # An open attempt changes with every answer: never show a cached copy (the back button).
+    response.headers.update(NO_STORE)
+    return response
+
+
+def _result_url(attempt_id: int) -> str:
+    return f"/quizzes/attempts/{attempt_id}/result"
 
 
 @router.get("", response_class=HTMLResponse)
@@ -17,6 +42,85 @@ def quiz_list(request: Request, session: SessionDep) -> HTMLResponse:
     return render(request, "quizzes/list.html", {"quizzes": service.list_quizzes(session=session)})
 
 
+@router.get("/attempts/{attempt_id}", response_class=HTMLResponse)
+def attempt_page(
+    attempt_id: int, request: Request, session: SessionDep, user: CurrentUser, q: Annotated[int, Query()] = 1
+) -> Response:
+    now = utcnow()
+    attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)
+    if not attempt.is_open:
+        return _go(request, _result_url(attempt_id))
+    page = service.attempt_page(attempt, session=session, now=now)
+    context = {"page": page, "current": page.question(q), "confirm": False}
+    block = "workspace" if _partial(request) else None
+    return _fresh(render(request, "quizzes/attempt.html", context, block=block))
+
+
+@router.post("/attempts/{attempt_id}/answers/{question_id}", response_class=HTMLResponse)
+def save_answer(
+    attempt_id: int,
+    question_id: str,
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    choice: Annotated[str, Form(max_length=4)],
+    q: Annotated[int, Form()] = 1,
+) -> Response:
+    now = utcnow()
+    try:
+        attempt = attempts.save_answer(attempt_id, user.id, question_id, choice, session=session, now=now)
+    except attempts.AttemptClosed:
+        if request.headers.get("hx-request"):
+            # The page is out of date (time is up, or submitted elsewhere): show the result instead.
+            return Response(status_code=409, headers={"HX-Redirect": _result_url(attempt_id)})
+        raise
+    if not _partial(request):
+        return RedirectResponse(f"/quizzes/attempts/{attempt_id}?q={min(q + 1, len(attempt.question_ids))}", 303)
+    page = service.attempt_page(attempt, session=session, now=now)
+    context = {"page": page, "current": page.question(q), "confirm": False, "saved": True}
+    return _fresh(render(request, "quizzes/attempt.html", context, block="overview"))
+
+
+@router.get("/attempts/{attempt_id}/finish", response_class=HTMLResponse)
+def confirm_submit(attempt_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
+    now = utcnow()
+    attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)
+    if not attempt.is_open:
+        return _go(request, _result_url(attempt_id))
+    page = service.attempt_page(attempt, session=session, now=now)
+    context = {"page": page, "current": None, "confirm": True}
+    block = "workspace" if _partial(request) else None
+    return _fresh(render(request, "quizzes/attempt.html", context, block=block))
+
+
+@router.post("/attempts/{attempt_id}/submit")
+def submit(attempt_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
+    attempts.submit(attempt_id, user.id, session=session, now=utcnow())
+    return _go(request, _result_url(attempt_id))
+
+
+@router.get("/attempts/{attempt_id}/result", response_class=HTMLResponse)
+def result(attempt_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
+    attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
+    if attempt.is_open:
+        return _go(request, f"/quizzes/attempts/{attempt_id}")
+    return render(request, "quizzes/result.html", {"page": service.result_page(attempt, session=session)})
+
+
 @router.get("/{quiz_id}", response_class=HTMLResponse)
-def quiz_intro(quiz_id: str, request: Request, session: SessionDep) -> HTMLResponse:
-    return render(request, "quizzes/intro.html", {"summary": service.get_quiz(quiz_id, session=session)})
+def quiz_intro(quiz_id: str, request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
+    summary = service.get_quiz(quiz_id, session=session)
+    past = service.history(quiz_id, user.id, session=session, now=utcnow()) if user else []
+    return render(request, "quizzes/intro.html", {"summary": summary, "attempts": past})
+
+
+@router.post("/{quiz_id}/attempts")
+def start(quiz_id: str, request: Request, session: SessionDep, user: CurrentUser) -> Response:
+    attempt, _ = attempts.start_attempt(quiz_id, user.id, session=session, now=utcnow())
+    return _go(request, f"/quizzes/attempts/{attempt.id}")
+
+
+@router.get("/{quiz_id}/statistics", response_class=HTMLResponse)
+def statistics(quiz_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
+    stats = service.quiz_statistics(quiz_id, session=session, now=utcnow())
+    return render(request, "quizzes/statistics.html", {"stats": stats, "quiz_id": quiz_id})

@@ -1,0 +1,84 @@
+"""JSON shapes of the quiz API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class QuizOut(BaseModel):
+    id: str
+    title: str
+    question_count: int
+    passing_score: float | None
+    time_limit_minutes: int | None
+
+
+class OptionOut(BaseModel):
+    key: str
+    text: str
+
+
+class QuestionOut(BaseModel):
+    id: str
+    section: str | None
+    prompt: str
+    options: list[OptionOut]
+
+
+class AnswerIn(BaseModel):
+    choice: str = Field(min_length=1, max_length=4, examples=["B"])
+
+
+class AnswerOut(BaseModel):
+    question_id: str
+    choice: str
+    saved_at: datetime
+
+
+class GuideOut(BaseModel):
+    level: str
+    recommendation: str
+
+
+class SectionOut(BaseModel):
+    id: str | None
+    title: str
+    score: int
+    max_score: int
+    percent: float
+
+
+class MarkOut(BaseModel):
+    id: str
+    choice: str | None
+    answer: str
+    correct: bool
+    explanation: str
+
+
+class ResultOut(BaseModel):
+    score: int
+    max_score: int
+    percent: float
+    passed: bool | None
+    guide: GuideOut | None
+    sections: list[SectionOut]
+    questions: list[MarkOut]
+    submitted_at: datetime
+    auto_submitted: bool
+
+
+class AttemptOut(BaseModel):
+    """An attempt. ``choices`` are the student's own saved answers; ``result`` (with the key) only once submitted."""
+
+    id: int
+    quiz_id: str
+    status: str
+    started_at: datetime
+    deadline: datetime | None
+    submitted_at: datetime | None
+    questions: list[QuestionOut]
+    choices: dict[str, str]
+    result: ResultOut | None

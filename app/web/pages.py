@@ -12,6 +12,7 @@ from app.content import service as content
 from app.db import utcnow
 from app.deps import OptionalUser, RequireInstructor, SessionDep
 from app.flashcards import study as flashcards
+from app.quizzes import service as quizzes
 from app.web.templating import render
 
 router = APIRouter()
@@ -21,9 +22,13 @@ router = APIRouter()
 def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
     waiting = None
     if user:
-        # What is waiting for this student today; quizzes and labs fill theirs in as they land.
-        waiting = {"cards_due": flashcards.cards_due(user.id, session=session, now=utcnow()), "quizzes_open": 0,
-                   "labs_pending": 0}  # fmt: skip
+        # What is waiting for this student today.
+        now = utcnow()
+        waiting = {
+            "cards_due": flashcards.cards_due(user.id, session=session, now=now),
+            "quizzes_open": quizzes.quizzes_open(user.id, session=session, now=now),
+            "labs_pending": 0,
+        }
     return render(request, "home.html", {"counts": content.live_counts(session), "waiting": waiting})
 
 

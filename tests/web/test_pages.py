@@ -96,3 +96,12 @@ def test_dashboard_counts_cards_due_for_a_new_student(client: TestClient, sessio
     page = client.get("/").text
     # A new student has the day's new-card allowance (20 by default) waiting.
     assert '<p class="big-number">20</p><p class="meta">cards due today, of 89</p>' in page
+
+
+def test_dashboard_counts_open_quiz_attempts(client: TestClient, session) -> None:  # type: ignore[no-untyped-def]
+    from tests.factories import api_token, make_user, sign_in
+
+    make_user(session, "quiz-taker")
+    assert client.post("/api/v1/quizzes/module-202/attempts", headers=api_token(client, "quiz-taker")).status_code < 300
+    sign_in(client, "quiz-taker")
+    assert '<p class="big-number">1</p><p class="meta">attempts in progress' in client.get("/").text

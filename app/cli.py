@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -42,8 +43,57 @@ def serve(
     from app.config import get_settings
     from app.migrate import upgrade
 
-    upgrade(get_settings().sqlalchemy_url)
-    uvicorn.run("app.asgi:app", host=host, port=port, workers=workers, reload=reload, proxy_headers=True)
+    url = get_settings().sqlalchemy_url
+    upgrade(url)
+    worker = _embedded_worker(url)
+    try:
+        uvicorn.run("app.asgi:app", host=host, port=port, workers=workers, reload=reload, proxy_headers=True)
+    finally:
+        if worker is not None:
+            worker.terminate()
+            try:
+                worker.wait(timeout=15)
+            except Exception:
+                worker.kill()
+
+
+def _embedded_worker(url: str) -> subprocess.Popen[bytes] | None:
+    """On the embedded default (SQLite), one grading worker as a child process: never in the web process."""
+    import os
+
+    from app.labs.settings import LabSettings
+
+    if not LabSettings().embedded(url):
+        return None
+    typer.echo("starting the embedded grading worker (RINGLAB_EMBEDDED_WORKER=false turns it off)", err=True)
+    command = [sys.executable, "-m", "app", "worker", "--parent-pid", str(os.getpid())]
+    return subprocess.Popen(command)
+
+
+@app.command()
+def worker(
+    unsafe_no_sandbox: Annotated[
+        bool, typer.Option("--unsafe-no-sandbox", help="Run student code WITHOUT a sandbox (development only).")
+    ] = False,
+    pool: Annotated[int | None, typer.Option(help="Warm sandboxes kept ready (RINGLAB_WORKER_POOL_SIZE).")] = None,
+    parent_pid: Annotated[int | None, typer.Option(hidden=True, help="Stop when this process is gone.")] = None,
+) -> None:
+    """Run one grading worker against DATABASE_URL: claims lab submissions and grades them in a sandbox."""
+    import logging
+
+    from app.labs.settings import LabSettings
+    from app.labs.worker import start
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if unsafe_no_sandbox:
+        banner = "!" * 78
+        typer.secho(
+            f"{banner}\n  --unsafe-no-sandbox: student code runs UNCONFINED, as this user, with this\n"
+            f"  machine's network and files. Development only: never on a server with students.\n{banner}",
+            fg=typer.colors.RED, bold=True, err=True,
+        )  # fmt: skip
+    size = pool if pool is not None else LabSettings().worker_pool_size
+    raise typer.Exit(start(unsafe=unsafe_no_sandbox, pool_size=size, parent_pid=parent_pid))
 
 
 @db_app.command("upgrade")

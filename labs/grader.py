@@ -22,7 +22,7 @@ from labs.pool import WarmPool
 from labs.spec import DEFAULT_CONTENT, Lab, load_lab
 from labs.verdict import CheckResult, Status, Verdict, worst
 
-MAX_CODE = 200_000
+MAX_CODE = 256 * 1024  # the submission API refuses larger code with 413
 OUTPUT_BYTES = 16_384
 UID_BASE = 200_000
 

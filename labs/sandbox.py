@@ -97,11 +97,13 @@ def bwrap_command(fd: int, *, gpu: bool = False) -> list[str]:
     bwrap = bwrap_path()
     if bwrap is None:
         raise SandboxError("bubblewrap (bwrap) is not installed: install the 'bubblewrap' package")
-    args = [bwrap, *_system_mounts(), *_python_mounts()]
+    # The scratch tmpfs goes first: a Python install that lives under /tmp (a virtualenv in a
+    # checkout there) is then bound over it instead of being hidden by it.
+    args = [bwrap, "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
+    args += [*_system_mounts(), *_python_mounts()]
     args += _parents("/sandbox/lib/labs/x")
     for name in LIB_FILES:
         args += ["--ro-bind", str(LABS_DIR / name), f"/sandbox/lib/labs/{name}"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     args += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", "/tmp", "--clearenv"]
     for key, value in ENV.items():

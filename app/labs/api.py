@@ -2,6 +2,74 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.deps import ApiUser, SessionDep
+from app.labs import catalog, service
+from app.labs.models import Submission
+from app.labs.schemas import LabDetailOut, LabOut, SubmissionCreated, SubmissionIn, SubmissionOut
+from app.labs.views import content_dir, limits
+from labs.spec import Lab
 
 router = APIRouter(prefix="/api/v1", tags=["api: labs"])
+
+
+def _lab(lab: Lab) -> LabOut:
+    s = lab.spec
+    return LabOut(id=s.id, title=s.title, exercise=s.exercise, world_sizes=s.world_sizes, needs_gpu=s.needs_gpu)
+
+
+def submission_out(submission: Submission, lab: Lab, *, session: Session) -> SubmissionOut:
+    verdict = submission.verdict
+    return SubmissionOut.model_validate(
+        {
+            "id": submission.id,
+            "lab_id": submission.lab_id,
+            "status": submission.status.value,
+            "position": service.position(submission, session=session),
+            "score": submission.score,
+            "max_score": submission.max_score,
+            "verdict": None if verdict is None or not submission.done else verdict,
+            "checks": service.checks(submission, lab) if submission.done else [],
+            "queued_at": submission.queued_at,
+            "started_at": submission.started_at,
+            "finished_at": submission.finished_at,
+        }
+    )
+
+
+@router.get("/labs")
+def list_labs(request: Request) -> list[LabOut]:
+    return [_lab(lab) for lab in catalog.all_labs(content_dir(request)).values()]
+
+
+@router.get("/labs/{lab_id}")
+def get_lab(lab_id: str, request: Request) -> LabDetailOut:
+    lab = catalog.get_lab(content_dir(request), lab_id)
+    s = lab.spec
+    return LabDetailOut(
+        **_lab(lab).model_dump(),
+        backends=list(s.backends),
+        functions=s.functions,
+        time_limit_s=s.time_limit_s,
+        max_score=s.max_score,
+        checks=[{"id": c.id, "title": c.title, "points": c.points} for c in s.checks],  # type: ignore[misc]
+        statement=lab.statement,
+        starter_code=lab.starter,
+    )
+
+
+@router.post("/labs/{lab_id}/submissions", status_code=202)
+def submit(lab_id: str, body: SubmissionIn, request: Request, session: SessionDep, user: ApiUser) -> SubmissionCreated:
+    lab = catalog.get_lab(content_dir(request), lab_id)
+    submission = service.submit(lab, user, body.code, session=session, now=utcnow(), limits=limits(request))
+    return SubmissionCreated(id=submission.id, status=submission.status.value)
+
+
+@router.get("/submissions/{submission_id}")
+def get_submission(submission_id: int, request: Request, session: SessionDep, user: ApiUser) -> SubmissionOut:
+    submission = service.get_submission(submission_id, user, session=session)
+    lab = catalog.get_lab(content_dir(request), submission.lab_id)
+    return submission_out(submission, lab, session=session)

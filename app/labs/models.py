@@ -1,3 +1,76 @@
-"""Database rows for lab submissions and the grading queue."""
+"""Database rows for lab submissions (the grading queue) and the workers that drain it."""
 
 from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Enum, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, UTCDateTime, utcnow
+
+
+class SubmissionStatus(enum.StrEnum):
+    queued = "queued"
+    running = "running"
+    graded = "graded"  # the checks ran; the score says how it did
+    failed = "failed"  # the student's code could not be graded: syntax error, crash, time limit...
+    error = "error"  # ours: the grader failed on every attempt; never counts against the student
+
+
+IN_FLIGHT = (SubmissionStatus.queued, SubmissionStatus.running)
+
+
+class Submission(Base):
+    """One submission of code to a lab, and its place in the grading queue."""
+
+    __tablename__ = "lab_submissions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    lab_id: Mapped[str] = mapped_column(String(80))
+    code: Mapped[str] = mapped_column(Text)
+    status: Mapped[SubmissionStatus] = mapped_column(
+        Enum(SubmissionStatus, native_enum=False, length=16), default=SubmissionStatus.queued
+    )
+    # GPU labs wait for a worker that has this many GPUs; 0 means any worker.
+    gpus_needed: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # times a worker claimed it
+    worker_id: Mapped[str | None] = mapped_column(String(64))
+    backend: Mapped[str | None] = mapped_column(String(16))
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)  # never changes: rate limit
+    queued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)  # moves on a re-grade: queue order
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # the lease: renewed while running
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    score: Mapped[int | None] = mapped_column(Integer)
+    max_score: Mapped[int | None] = mapped_column(Integer)
+    verdict: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    regrades: Mapped[int] = mapped_column(Integer, default=0)
+
+    __table_args__ = (
+        Index("ix_lab_submissions_queue", "status", "queued_at"),
+        Index("ix_lab_submissions_user_lab", "user_id", "lab_id", "submitted_at"),
+    )
+
+    @property
+    def done(self) -> bool:
+        return self.status not in IN_FLIGHT
+
+
+class LabWorker(Base):
+    """A grading worker as it advertised itself; ``last_seen_at`` says whether it is alive."""
+
+    __tablename__ = "lab_workers"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    cpu_count: Mapped[int] = mapped_column(Integer)
+    gpu_count: Mapped[int] = mapped_column(Integer, default=0)
+    sandboxed: Mapped[bool] = mapped_column(Boolean, default=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    graded: Mapped[int] = mapped_column(Integer, default=0)

@@ -11,8 +11,9 @@ import pytest
 from labs.spec import DEFAULT_CONTENT
 
 # Set before any sandbox starts: a secret in the worker's environment that student code must never see.
+# (Not DATABASE_URL itself: the rest of the suite, in the same process, reads that one.)
 SECRET = "postgresql://ringlab:s3cret-in-worker-env@db/ringlab"
-os.environ["DATABASE_URL"] = SECRET
+os.environ["RINGLAB_TEST_WORKER_SECRET"] = SECRET
 
 
 @pytest.fixture(scope="session")

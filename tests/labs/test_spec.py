@@ -33,7 +33,7 @@ def test_starter_and_solution_define_exactly_the_student_functions(lab_id: str) 
         tree = ast.parse(text)
         public = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
         assert public == set(lab.spec.functions)
-    assert f"/exercises/{lab.spec.exercise}" in lab.statement
+    assert f"/exercises/ch35-exercises#{lab.spec.exercise})" in lab.statement  # links to its seed exercise
 
 
 @pytest.mark.parametrize("lab_id", ["collectives-p2p", "ring-allreduce"])

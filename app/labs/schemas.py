@@ -1,0 +1,72 @@
+"""JSON shapes of the labs API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class LabOut(BaseModel):
+    id: str
+    title: str
+    exercise: str
+    world_sizes: list[int]
+    needs_gpu: bool
+
+
+class CheckSpecOut(BaseModel):
+    id: str
+    title: str
+    points: int
+
+
+class LabDetailOut(LabOut):
+    backends: list[str]
+    functions: list[str]
+    time_limit_s: float
+    max_score: int
+    checks: list[CheckSpecOut]
+    statement: str = Field(description="Markdown, with $math$")
+    starter_code: str
+
+
+class SubmissionIn(BaseModel):
+    code: str = Field(description="The Python module to grade (at most 256 KiB)")
+
+
+class SubmissionCreated(BaseModel):
+    id: int
+    status: str
+
+
+class CheckOut(BaseModel):
+    id: str
+    name: str
+    passed: bool
+    points: int
+    max_points: int
+    message: str
+
+
+class VerdictOut(BaseModel):
+    status: str = Field(description="passed, failed, compile_error, runtime_error, crashed, time_limit, ...")
+    message: str
+    elapsed_s: float | None = None
+    output: dict[str, str] = Field(default_factory=dict, description="trimmed stdout+stderr per 'wsN/rankR'")
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class SubmissionOut(BaseModel):
+    id: int
+    lab_id: str
+    status: str = Field(description="queued, running, graded, failed (your code) or error (ours)")
+    position: int | None = Field(description="place in the queue while queued")
+    score: int | None
+    max_score: int | None
+    verdict: VerdictOut | None
+    checks: list[CheckOut]
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None

@@ -1,0 +1,179 @@
+"""Submitting code to a lab and reading results: the one service behind the pages and the API."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from app.accounts.models import User
+from app.errors import Conflict, DomainError, NotFound, RateLimited
+from app.labs.catalog import gpus_needed
+from app.labs.models import IN_FLIGHT, LabWorker, Submission, SubmissionStatus
+from app.labs.settings import LabSettings
+from app.web.auth import Principal
+from labs.spec import Lab
+
+S = Submission
+
+
+class TooLarge(DomainError):
+    status_code = 413
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_code_bytes: int
+    per_window: int
+    window_s: int
+
+    @classmethod
+    def of(cls, settings: LabSettings) -> Limits:
+        return cls(settings.lab_max_code_bytes, settings.lab_submit_limit, settings.lab_submit_window_s)
+
+
+def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datetime, limits: Limits) -> Submission:
+    """Queue ``code`` for grading. One job in flight per student per lab, and a per-lab rate limit."""
+    size = len(code.encode())
+    if size > limits.max_code_bytes:
+        raise TooLarge(f"The code is {size} bytes; a submission may be at most {limits.max_code_bytes // 1024} KiB.")
+    if not code.strip():
+        raise DomainError("The submission is empty: paste your code or upload a .py file.", field="code")
+    # A no-op write on the student's row: it serialises this student's submissions (a row lock on
+    # PostgreSQL, the write lock on SQLite), so two quick clicks cannot both pass the checks below.
+    lock = update(User).where(User.id == user.id).values(id=User.id)
+    session.execute(lock.execution_options(synchronize_session=False))
+    mine = (S.user_id == user.id) & (S.lab_id == lab.id)
+    if session.scalar(select(func.count()).select_from(S).where(mine, S.status.in_(IN_FLIGHT))):
+        raise Conflict("Your previous submission to this lab is still being graded; wait for its result.")
+    since = now - timedelta(seconds=limits.window_s)
+    recent = list(session.scalars(select(S.submitted_at).where(mine, S.submitted_at > since).order_by(S.submitted_at)))
+    if len(recent) >= limits.per_window:
+        wait = max(1, math.ceil((recent[-limits.per_window] - since).total_seconds()))
+        raise RateLimited(
+            f"At most {limits.per_window} submissions per lab every {limits.window_s // 60} minutes; "
+            f"try again in {wait} s.",
+            retry_after=wait,
+        )
+    submission = S(
+        user_id=user.id,
+        lab_id=lab.id,
+        code=code,
+        status=SubmissionStatus.queued,
+        gpus_needed=gpus_needed(lab),
+        attempts=0,
+        regrades=0,
+        submitted_at=now,
+        queued_at=now,
+        max_score=lab.spec.max_score,
+    )
+    session.add(submission)
+    session.flush()
+    return submission
+
+
+def get_submission(submission_id: int, user: Principal, *, session: Session) -> Submission:
+    """The submission if ``user`` may see it (its author or an instructor); else NotFound, as if absent."""
+    submission = session.get(S, submission_id)
+    if submission is None or (submission.user_id != user.id and not user.is_instructor):
+        raise NotFound(f"There is no submission {submission_id} of yours.")
+    session.refresh(submission)  # a poll must see the worker's latest write, not the identity map's copy
+    return submission
+
+
+def history(lab_id: str, user_id: int, *, session: Session, limit: int = 50) -> list[Submission]:
+    query = select(S).where(S.lab_id == lab_id, S.user_id == user_id).order_by(S.id.desc()).limit(limit)
+    return list(session.scalars(query))
+
+
+def all_submissions(lab_id: str, *, session: Session, limit: int = 500) -> list[tuple[Submission, str]]:
+    """Every student's submissions to a lab, newest first, with the author's username (instructors)."""
+    query = (
+        select(S, User.username).join(User, User.id == S.user_id).where(S.lab_id == lab_id).order_by(S.id.desc())
+    ).limit(limit)
+    return [(s, name) for s, name in session.execute(query).all()]
+
+
+def position(submission: Submission, *, session: Session) -> int | None:
+    """1 for the next job to be claimed; None once it is no longer queued."""
+    if submission.status != SubmissionStatus.queued:
+        return None
+    ahead = (S.queued_at < submission.queued_at) | ((S.queued_at == submission.queued_at) & (S.id < submission.id))
+    count = session.scalar(select(func.count()).select_from(S).where(S.status == SubmissionStatus.queued, ahead))
+    return int(count or 0) + 1
+
+
+def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, now: datetime) -> int:
+    """Queue submissions again (by id, or every one of the lab when None); running ones are left alone."""
+    query = update(S).where(S.lab_id == lab_id, S.status.not_in(IN_FLIGHT))
+    if submission_ids is not None:
+        query = query.where(S.id.in_(submission_ids))
+    result = session.execute(
+        query.values(
+            status=SubmissionStatus.queued,
+            attempts=0,
+            worker_id=None,
+            queued_at=now,
+            started_at=None,
+            heartbeat_at=None,
+            finished_at=None,
+            regrades=S.regrades + 1,
+        ).execution_options(synchronize_session=False)
+    )
+    session.expire_all()
+    return int(getattr(result, "rowcount", 0))
+
+
+def workers(*, session: Session, now: datetime, alive_s: float = 180) -> list[LabWorker]:
+    return list(
+        session.scalars(
+            select(LabWorker)
+            .where(LabWorker.last_seen_at > now - timedelta(seconds=alive_s))
+            .order_by(LabWorker.started_at)
+        )
+    )
+
+
+def checks(submission: Submission, lab: Lab) -> list[dict[str, Any]]:
+    """The submission's checks as the pages and the API show them; before grading, every check unscored."""
+    verdict = submission.verdict or {}
+    done = {c["id"]: c for c in verdict.get("checks", [])}
+    rows = []
+    for spec in lab.spec.checks:
+        c = done.get(spec.id)
+        rows.append(
+            {
+                "id": spec.id,
+                "name": spec.title,
+                "passed": bool(c and c["passed"]),
+                "points": int(c["score"]) if c else 0,
+                "max_points": spec.points,
+                "message": c["message"] if c else "",
+                "data": c.get("data", {}) if c else {},
+                "run": c is not None,
+            }
+        )
+    return rows
+
+
+def volume_table(check_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For the ring lab: measured bytes each rank sent, next to 2(N-1)/N of the tensor's bytes."""
+    rows = []
+    for c in check_rows:
+        if c["id"] != "communication-volume":
+            continue
+        for key, data in sorted(c["data"].items()):
+            if not key.startswith("world_size_") or not isinstance(data, dict):
+                continue
+            n = int(key.removeprefix("world_size_"))
+            theory = data.get("theoretical_bytes_per_rank", 0)
+            ratios = data.get("ratio_to_theory", [])
+            for rank, sent in enumerate(data.get("measured_bytes_per_rank", [])):
+                ratio = ratios[rank] if rank < len(ratios) else None
+                rows.append({"world_size": n, "rank": rank, "sent": sent, "theory": theory, "ratio": ratio,
+                             "tensor_bytes": data.get("tensor_bytes", 0)})  # fmt: skip
+    return rows

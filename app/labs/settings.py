@@ -1,0 +1,23 @@
+"""Lab and grading-worker settings (environment, prefix ``RINGLAB_``)."""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class LabSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RINGLAB_", env_file=".env", extra="ignore")
+
+    # `ringlab serve` also starts one worker; unset means "yes on the embedded SQLite default".
+    embedded_worker: bool | None = None
+    lab_submit_limit: int = 20  # submissions per student per lab per window
+    lab_submit_window_s: int = 600
+    lab_max_code_bytes: int = 256 * 1024
+    lab_lease_s: float = 30.0  # a running job whose lease is older goes back to the queue
+    lab_max_attempts: int = 3  # claims per submission before it is marked an error (ours)
+    worker_pool_size: int = 1  # warm sandboxes per worker
+
+    def embedded(self, database_url: str) -> bool:
+        if self.embedded_worker is not None:
+            return self.embedded_worker
+        return database_url.startswith("sqlite")

@@ -1,0 +1,205 @@
+"""The grading worker: claim a job, grade it in a fresh sandbox, write the verdict; forever.
+
+It runs in its own process (``ringlab worker``, or the one ``ringlab serve`` starts),
+never in the web process: the engine (``labs.grader``, which imports torch) is
+imported inside ``start`` only. ``Worker`` itself takes any ``grade`` function, so
+tests drive the queue logic with a fake one and the real engine alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope, utcnow
+from app.errors import NotFound
+from app.labs import queue
+from app.labs.catalog import choose_backend, get_lab
+from app.labs.models import SubmissionStatus
+from app.labs.queue import Capacity, Job
+
+log = logging.getLogger("ringlab.worker")
+IDLE_SEEN_S = 60.0
+Grade = Callable[[Job, str], dict[str, Any]]  # (job, backend) -> Verdict.to_dict()
+
+
+def capacity(*, gpu_count: int, sandboxed: bool) -> Capacity:
+    return Capacity(
+        worker_id=f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}",
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+        cpu_count=os.cpu_count() or 1,
+        gpu_count=gpu_count,
+        sandboxed=sandboxed,
+    )
+
+
+class Worker:
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        grade: Grade,
+        capacity: Capacity,
+        *,
+        content_dir: Path,
+        lease_s: float = 30.0,
+        max_attempts: int = 3,
+        poll_s: float = 0.05,
+        clock: Callable[[], datetime] = utcnow,
+    ):
+        self.factory = factory
+        self.grade = grade
+        self.capacity = capacity
+        self.content_dir = content_dir
+        self.lease_s = lease_s
+        self.max_attempts = max_attempts
+        self.poll_s = poll_s
+        self.clock = clock
+        self.registered = False
+
+    def register(self) -> None:
+        with session_scope(self.factory) as session:
+            queue.register(self.capacity, session=session, now=self.clock())
+        self.registered = True
+
+    def step(self) -> SubmissionStatus | None:
+        """Grade at most one job. Returns its new status, or None if there was none (or the lease was lost)."""
+        with session_scope(self.factory) as session:
+            if not queue.has_work(self.capacity, session=session, now=self.clock(), lease_s=self.lease_s):
+                return None
+        # A fresh transaction that starts with its write: on SQLite it waits for the lock, never a stale read.
+        with session_scope(self.factory) as session:
+            job = queue.claim(
+                self.capacity, session=session, now=self.clock(), lease_s=self.lease_s, max_attempts=self.max_attempts
+            )
+        if job is None:
+            return None
+        lost = threading.Event()
+        done = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(job, done, lost), name="lease", daemon=True)
+        beat.start()
+        try:
+            verdict = self._grade(job)
+        finally:
+            done.set()
+            beat.join()
+        with session_scope(self.factory) as session:
+            status = queue.finish(
+                job, self.capacity.worker_id, verdict, session=session, now=self.clock(), max_attempts=self.max_attempts
+            )
+        if status is None:
+            log.warning("submission %s: lease lost while grading; its new holder grades it", job.id)
+        else:
+            log.info("submission %s (%s): %s, %s", job.id, job.lab_id, status, verdict.get("status"))
+        return status
+
+    def _grade(self, job: Job) -> dict[str, Any]:
+        try:
+            lab = get_lab(self.content_dir, job.lab_id)
+        except NotFound:
+            return {"status": "internal_error", "message": f"lab {job.lab_id} no longer exists", "checks": []}
+        backend = choose_backend(lab, self.capacity.gpu_count)
+        try:
+            verdict = self.grade(job, backend)
+        except Exception:  # the grader's own failure: retried, never the student's fault
+            log.exception("submission %s: the grader raised", job.id)
+            return {"status": "internal_error", "message": "the grader failed; this is not your fault", "checks": []}
+        verdict.setdefault("data", {})["backend"] = backend
+        return verdict
+
+    def _heartbeat(self, job: Job, done: threading.Event, lost: threading.Event) -> None:
+        while not done.wait(self.lease_s / 3):
+            try:
+                with session_scope(self.factory) as session:
+                    if not queue.renew(job.id, self.capacity.worker_id, session=session, now=self.clock()):
+                        lost.set()
+                        return
+            except Exception:  # a busy database: try again at the next beat, the lease has slack
+                log.exception("submission %s: could not renew the lease", job.id)
+
+    def run(self, stop: threading.Event, *, parent_pid: int | None = None) -> None:
+        """Drain the queue until ``stop`` is set (or the parent process, if given, has gone)."""
+        # Registration waits for the first job, and an idle worker writes only once a minute: on
+        # SQLite every commit of ours can fail a web request that read before it wrote (app.db
+        # begins deferred transactions), so the worker writes as little as it can while idle.
+        last_seen = time.monotonic()
+        while not stop.is_set():
+            if parent_pid is not None and os.getppid() != parent_pid:
+                log.info("parent process %s has gone: stopping", parent_pid)
+                return
+            try:
+                status = self.step()
+                if status is not None and not self.registered:
+                    self.register()
+                if status is None and self.registered and time.monotonic() - last_seen > IDLE_SEEN_S:
+                    with session_scope(self.factory) as session:
+                        queue.seen(self.capacity.worker_id, session=session, now=self.clock())
+                    last_seen = time.monotonic()
+            except Exception:  # a busy or restarting database: the job, if any, is retried via its lease
+                log.exception("worker step failed; retrying")
+                stop.wait(1.0)
+                continue
+            if status is None:
+                stop.wait(self.poll_s)
+
+
+def gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: threading.Event | None = None) -> int:
+    """Run one worker against DATABASE_URL until SIGTERM/SIGINT; the exit code for the CLI."""
+    from app.config import get_settings
+    from app.db import make_engine, make_sessionmaker
+    from app.labs.settings import LabSettings
+    from labs.grader import Grader
+
+    settings, lab_settings = get_settings(), LabSettings()
+    gpus = gpu_count()
+    grader = Grader(settings.content_dir / "labs", pool_size=pool_size, gpus=gpus > 0, unsafe_no_sandbox=unsafe)
+    if grader.refusal is not None:
+        log.error(
+            "refusing to grade untrusted code: %s. Install bubblewrap (apt-get install bubblewrap); "
+            "--unsafe-no-sandbox runs it unconfined, for development only.",
+            grader.refusal,
+        )
+        grader.close()
+        return 2
+    stop = stop or threading.Event()
+    # Event.set takes a lock the interrupted main thread may hold: set it from another thread.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: threading.Thread(target=stop.set).start())
+    engine = make_engine(settings.sqlalchemy_url)
+
+    def grade(job: Job, backend: str) -> dict[str, Any]:
+        return grader.grade(job.lab_id, job.code, backend=backend).to_dict()
+
+    worker = Worker(
+        make_sessionmaker(engine),
+        grade,
+        capacity(gpu_count=gpus, sandboxed=not unsafe),
+        content_dir=settings.content_dir,
+        lease_s=lab_settings.lab_lease_s,
+        max_attempts=lab_settings.lab_max_attempts,
+    )
+    log.info("worker %s: %s CPUs, %s GPUs, sandbox %s", worker.capacity.worker_id, worker.capacity.cpu_count, gpus,
+             "OFF (unsafe)" if unsafe else "bubblewrap")  # fmt: skip
+    try:
+        worker.run(stop, parent_pid=parent_pid)
+    finally:
+        grader.close()
+        engine.dispose()
+    return 0

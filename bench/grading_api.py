@@ -1,0 +1,137 @@
+"""Click-to-verdict latency through the HTTP API, with `ringlab serve` and its embedded worker.
+
+Starts `ringlab serve` on a fresh SQLite database and a free port (so the embedded worker
+grades), registers a user through the API, submits N correct 4-rank ring all-reduce
+solutions one after another (each as soon as the previous verdict is in), polls each until
+graded, and prints the median and p90 latency from POST to verdict, the throughput, and a
+cold ``torch.multiprocessing.spawn`` of the same checks measured in the same run.
+
+    .venv/bin/python bench/grading_api.py [-n 30] [--cold 3] [--pool 2] [--poll 0.05]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.grading import CONTENT, LAB, measure_cold, percentile
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def call(base: str, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(base + path, data=data, method=method)
+    request.add_header("content-type", "application/json")
+    if token:
+        request.add_header("authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise SystemExit(f"the server did not start:\n{log.read_text()[-3000:]}")
+
+
+def grade_once(base: str, token: str, code: str, poll: float) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    status, created = call(base, "POST", f"/api/v1/labs/{LAB}/submissions", {"code": code}, token)
+    if status != 202:
+        raise SystemExit(f"submitting failed: {status} {created}")
+    while True:
+        _, body = call(base, "GET", f"/api/v1/submissions/{created['id']}", token=token)
+        if body["status"] not in ("queued", "running"):
+            return time.perf_counter() - started, body
+        time.sleep(poll)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=30, help="submissions (default 30)")
+    parser.add_argument("--cold", type=int, default=3, help="cold mp.spawn runs (default 3)")
+    parser.add_argument("--pool", type=int, default=2, help="warm sandboxes in the worker (default 2)")
+    parser.add_argument("--poll", type=float, default=0.05, help="seconds between result polls (default 0.05)")
+    args = parser.parse_args()
+    code = (CONTENT / LAB / "solution.py").read_text()  # the bench only: never served
+
+    with tempfile.TemporaryDirectory(prefix="ringlab-bench-") as tmp:
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+        env.update(
+            RINGLAB_DATA_DIR=tmp,
+            RINGLAB_EMBEDDED_WORKER="true",
+            RINGLAB_LAB_SUBMIT_LIMIT=str(args.n + 10),
+            RINGLAB_WORKER_POOL_SIZE=str(args.pool),
+        )
+        log = Path(tmp) / "server.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port)], cwd=REPO, env=env,
+                                    stdout=out, stderr=out)  # fmt: skip
+            try:
+                wait_healthy(base, proc, log)
+                user = {"username": "bench", "password": "a-long-bench-password"}
+                call(base, "POST", "/api/v1/auth/register", user)
+                token = call(base, "POST", "/api/v1/auth/token", user)[1]["access_token"]
+                first, body = grade_once(base, token, code, args.poll)  # warms the worker (torch, checks)
+                if body["status"] != "graded" or body["score"] != body["max_score"]:
+                    raise SystemExit(f"the reference solution was not graded in full: {body}")
+                time.sleep(3)  # let the warm pool refill
+                latencies = []
+                t0 = time.perf_counter()
+                for _ in range(args.n):
+                    latency, body = grade_once(base, token, code, args.poll)
+                    if body["score"] != body["max_score"]:
+                        raise SystemExit(f"a reference solution scored {body['score']}: {body['verdict']}")
+                    latencies.append(latency)
+                total = time.perf_counter() - t0
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+    cold = measure_cold(code, 4, args.cold)
+    median, cold_median = statistics.median(latencies), statistics.median(cold)
+    print(f"lab {LAB}, world sizes 2, 3 and 4 (the lab's own), via HTTP API + embedded worker, {os.cpu_count()} CPUs")
+    print(f"first submission (worker warming up): {first:.3f} s")
+    print(
+        f"click-to-verdict over {args.n}, back to back: median {median:.3f} s  p90 {percentile(latencies, 0.9):.3f} s  "
+        f"min {min(latencies):.3f} s  max {max(latencies):.3f} s  ({median / cold_median:.1%} of cold)"
+    )
+    print(f"cold mp.spawn of the same checks (4 ranks): median {cold_median:.3f} s over {len(cold)} runs")
+    print(f"throughput: {args.n / total * 60:.1f} graded submissions per minute")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Fixtures for the lab pages, API, queue and worker.
+
+Most tests run in the usual rolled-back transaction. The queue's concurrency and the
+end-to-end grading need commits another connection can see, so ``live_url`` is a
+fresh migrated database per backend that is never rolled back (each test uses its
+own users and labs' rows).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.content.service import sync_directory
+from app.db import make_engine, make_sessionmaker
+from app.labs.catalog import all_labs
+from app.labs.queue import Capacity
+from app.labs.settings import LabSettings
+from app.migrate import upgrade
+from labs.spec import Lab
+from tests.conftest import BACKENDS, CONTENT_DIR, make_db_url
+
+_names = itertools.count()
+
+
+class Clock:
+    """A clock tests move by hand."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def ring() -> Lab:
+    return all_labs(CONTENT_DIR)["ring-allreduce"]
+
+
+@pytest.fixture
+def lab_settings(app: FastAPI) -> LabSettings:
+    settings = LabSettings(lab_submit_limit=3, lab_submit_window_s=600, lab_lease_s=30, lab_max_attempts=3)
+    app.state.lab_settings = settings
+    return settings
+
+
+def capacity(name: str = "w1", gpus: int = 0) -> Capacity:
+    return Capacity(worker_id=name, hostname="test", pid=1, cpu_count=2, gpu_count=gpus, sandboxed=True)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}{next(_names)}"
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def live_url(request: pytest.FixtureRequest) -> str:
+    """A migrated database with content, committed for real (not rolled back)."""
+    url = make_db_url(request.param, request, "ringlab_labs_live")
+    upgrade(url)
+    engine = make_engine(url)
+    sync_directory(CONTENT_DIR, make_sessionmaker(engine))
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def live_factory(live_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(live_url)
+    yield make_sessionmaker(engine)
+    engine.dispose()
+
+
+def solution(lab: str) -> str:
+    return (CONTENT_DIR / "labs" / lab / "solution.py").read_text()
+
+
+def secret_files() -> list[Path]:
+    return sorted((CONTENT_DIR / "labs").glob("*/checks.py")) + sorted((CONTENT_DIR / "labs").glob("*/solution.py"))

@@ -1,0 +1,57 @@
+"""Checks and reference solutions never reach a student: no page or API response contains their code."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from tests.conftest import CONTENT_DIR
+from tests.factories import api_token, make_user, sign_in
+from tests.labs_app.conftest import secret_files, unique
+
+
+def secret_lines() -> list[str]:
+    """Distinctive lines of checks.py and solution.py: long enough to be telling, absent from public files."""
+    public = "".join(
+        p.read_text()
+        for p in (CONTENT_DIR / "labs").glob("*/*")
+        if p.name in ("starter.py", "statement.md", "lab.yaml")
+    )
+    lines = {line.strip() for path in secret_files() for line in path.read_text().splitlines()}
+    return sorted(line for line in lines if len(line) >= 24 and line not in public and not line.startswith("#"))
+
+
+def test_the_secret_line_list_is_not_empty() -> None:
+    lines = secret_lines()
+    assert len(lines) > 30
+    assert any("def cases" in line for line in lines)
+
+
+def test_no_response_contains_checks_or_solutions(client: TestClient, session: Session) -> None:
+    name = unique("secret")
+    make_user(session, name)
+    sign_in(client, name)
+    auth = api_token(client, name)
+    sid = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 1\n"}, headers=auth).json()["id"]
+    responses = [
+        client.get(path)
+        for path in (
+            "/labs",
+            "/exercises",
+            "/exercises/ch35-exercises",
+            f"/labs/submissions/{sid}",
+            "/openapi.json",
+        )
+    ]
+    for lab in ("ring-allreduce", "collectives-p2p"):
+        responses += [
+            client.get(f"/labs/{lab}"),
+            client.get(f"/labs/{lab}/starter.py"),
+            client.get(f"/api/v1/labs/{lab}"),
+        ]
+        responses += [client.get(f"/labs/{lab}/{name}") for name in ("checks.py", "solution.py")]
+    responses += [client.get("/api/v1/labs"), client.get(f"/api/v1/submissions/{sid}", headers=auth)]
+    text = "\n".join(r.text for r in responses)
+    leaked = [line for line in secret_lines() if line in text]
+    assert not leaked, leaked[:5]
+    assert all(r.status_code in (200, 404) for r in responses)

@@ -47,7 +47,12 @@ def serve(
     upgrade(url)
     worker = _embedded_worker(url)
     try:
-        uvicorn.run("app.asgi:app", host=host, port=port, workers=workers, reload=reload, proxy_headers=True)
+        # Keep-alive longer than uvicorn's 5 s default: a busy client that reuses a connection
+        # just as the server closes it sees a dropped request.
+        uvicorn.run(
+            "app.asgi:app", host=host, port=port, workers=workers, reload=reload, proxy_headers=True,
+            timeout_keep_alive=30,
+        )  # fmt: skip
     finally:
         if worker is not None:
             worker.terminate()

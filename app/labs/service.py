@@ -177,3 +177,9 @@ def volume_table(check_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 rows.append({"world_size": n, "rank": rank, "sent": sent, "theory": theory, "ratio": ratio,
                              "tensor_bytes": data.get("tensor_bytes", 0)})  # fmt: skip
     return rows
+
+
+def in_flight(user_id: int, *, session: Session) -> int:
+    """How many of the student's submissions are queued or being graded (for the dashboard)."""
+    query = select(func.count()).select_from(Submission)
+    return session.scalar(query.where(Submission.user_id == user_id, Submission.status.in_(IN_FLIGHT))) or 0

@@ -12,6 +12,7 @@ from app.content import service as content
 from app.db import utcnow
 from app.deps import OptionalUser, RequireInstructor, SessionDep
 from app.flashcards import study as flashcards
+from app.labs import service as labs
 from app.quizzes import service as quizzes
 from app.web.templating import render
 
@@ -27,7 +28,7 @@ def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTML
         waiting = {
             "cards_due": flashcards.cards_due(user.id, session=session, now=now),
             "quizzes_open": quizzes.quizzes_open(user.id, session=session, now=now),
-            "labs_pending": 0,
+            "labs_pending": labs.in_flight(user.id, session=session),
         }
     return render(request, "home.html", {"counts": content.live_counts(session), "waiting": waiting})
 

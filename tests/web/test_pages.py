@@ -105,3 +105,16 @@ def test_dashboard_counts_open_quiz_attempts(client: TestClient, session) -> Non
     assert client.post("/api/v1/quizzes/module-202/attempts", headers=api_token(client, "quiz-taker")).status_code < 300
     sign_in(client, "quiz-taker")
     assert '<p class="big-number">1</p><p class="meta">attempts in progress' in client.get("/").text
+
+
+def test_dashboard_counts_submissions_being_graded(client: TestClient, session) -> None:  # type: ignore[no-untyped-def]
+    from tests.factories import api_token, make_user, sign_in
+
+    make_user(session, "lab-student")
+    code = "def ring_all_reduce(tensor):\n    pass\n"
+    headers = api_token(client, "lab-student")
+    assert (
+        client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": code}, headers=headers).status_code == 202
+    )
+    sign_in(client, "lab-student")
+    assert '<p class="big-number">1</p><p class="meta">submissions being graded' in client.get("/").text

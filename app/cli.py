@@ -87,7 +87,7 @@ def worker(
     import logging
 
     from app.labs.settings import LabSettings
-    from app.labs.worker import start
+    from labs.worker import start
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if unsafe_no_sandbox:

@@ -163,7 +163,7 @@ def test_an_idle_worker_only_reads(session: Session, clock: Clock) -> None:
 
 
 def test_the_worker_retries_when_the_grader_raises(live_factory: sessionmaker[Session], clock: Clock) -> None:
-    from app.labs.worker import Worker
+    from labs.worker import Worker
     from tests.conftest import CONTENT_DIR
 
     with live_factory() as session:

@@ -16,18 +16,19 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._server import free_port, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 DECK = "mire-dis-train"
@@ -48,32 +49,10 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/healthz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    proc.kill()
-    sys.exit(f"server at {base} did not start:\n{log.read_text()[-3000:]}")
-
-
 def start(command: list[str], env: dict[str, str], log: Path, port: int) -> subprocess.Popen[bytes]:
     with log.open("w") as out:
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=out)
-    wait_healthy(f"http://127.0.0.1:{port}", proc, log)
+    wait_ready(f"http://127.0.0.1:{port}/healthz", proc, log)
     return proc
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._server import free_port
 
 LAB = "ring-allreduce"
 CONTENT = Path(__file__).resolve().parents[1] / "content" / "labs"
@@ -52,12 +52,6 @@ def measure_engine(grade: Callable[[], str], n: int, interval: float = 0.0) -> t
         if status != "passed":
             raise SystemExit(f"a reference solution was graded {status!r}: the bench is meaningless")
     return latencies, time.perf_counter() - started
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _cold_rank(rank: int, world_size: int, port: int, code: str, blob: str) -> None:
@@ -98,7 +92,7 @@ def measure_cold(code: str, world_size: int, repeats: int) -> list[float]:
         Path(blob).write_bytes(buffer.getvalue())
         for _ in range(repeats):
             t = time.perf_counter()
-            mp.spawn(_cold_rank, args=(world_size, _free_port(), code, blob), nprocs=world_size, join=True)
+            mp.spawn(_cold_rank, args=(world_size, free_port(), code, blob), nprocs=world_size, join=True)
             times.append(time.perf_counter() - t)
     return times
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,15 +26,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._server import free_port, wait_ready
 from bench.grading import CONTENT, LAB, measure_cold, percentile
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def call(base: str, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
@@ -49,21 +43,6 @@ def call(base: str, method: str, path: str, body: Any = None, token: str | None 
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"null")
-
-
-def wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/healthz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    raise SystemExit(f"the server did not start:\n{log.read_text()[-3000:]}")
 
 
 def grade_once(base: str, token: str, code: str, poll: float) -> tuple[float, dict[str, Any]]:
@@ -102,7 +81,7 @@ def main() -> None:
             proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port)], cwd=REPO, env=env,
                                     stdout=out, stderr=out)  # fmt: skip
             try:
-                wait_healthy(base, proc, log)
+                wait_ready(base + "/healthz", proc, log)
                 user = {"username": "bench", "password": "a-long-bench-password"}
                 call(base, "POST", "/api/v1/auth/register", user)
                 token = call(base, "POST", "/api/v1/auth/token", user)[1]["access_token"]

@@ -17,7 +17,6 @@ import asyncio
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from bench._server import free_port, wait_ready  # noqa: E402
 
 
 def bare_app():  # type: ignore[no-untyped-def]
@@ -43,26 +43,6 @@ def bare_app():  # type: ignore[no-untyped-def]
         return {"question_id": question_id}
 
     return app
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited:\n{log.read_text()}")
-        try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"server not ready at {url}:\n{log.read_text()}")
 
 
 def make_students(data: Path, n: int) -> list[str]:

@@ -69,15 +69,20 @@ def make_db_url(backend: str, request: pytest.FixtureRequest, name: str) -> str:
     return cluster.create_database(name)
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
-def db_url(request: pytest.FixtureRequest) -> str:
-    """A migrated database with the repository's content synced into it."""
-    url = make_db_url(request.param, request, "ringlab_test")
+def migrated_db_url(backend: str, request: pytest.FixtureRequest, name: str) -> str:
+    """A fresh database on ``backend``, migrated, with the repository's content synced into it."""
+    url = make_db_url(backend, request, name)
     upgrade(url)
     engine = make_engine(url)
     sync_directory(CONTENT_DIR, make_sessionmaker(engine))
     engine.dispose()
     return url
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def db_url(request: pytest.FixtureRequest) -> str:
+    """The database the rolled-back tests share."""
+    return migrated_db_url(request.param, request, "ringlab_test")
 
 
 @pytest.fixture(scope="session")

@@ -17,14 +17,12 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.content.service import sync_directory
 from app.db import make_engine, make_sessionmaker
 from app.labs.catalog import all_labs
 from app.labs.queue import Capacity
 from app.labs.settings import LabSettings
-from app.migrate import upgrade
 from labs.spec import Lab
-from tests.conftest import BACKENDS, CONTENT_DIR, make_db_url
+from tests.conftest import BACKENDS, CONTENT_DIR, migrated_db_url
 
 _names = itertools.count()
 
@@ -71,12 +69,7 @@ def unique(prefix: str) -> str:
 @pytest.fixture(scope="session", params=BACKENDS)
 def live_url(request: pytest.FixtureRequest) -> str:
     """A migrated database with content, committed for real (not rolled back)."""
-    url = make_db_url(request.param, request, "ringlab_labs_live")
-    upgrade(url)
-    engine = make_engine(url)
-    sync_directory(CONTENT_DIR, make_sessionmaker(engine))
-    engine.dispose()
-    return url
+    return migrated_db_url(request.param, request, "ringlab_labs_live")
 
 
 @pytest.fixture

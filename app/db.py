@@ -3,10 +3,21 @@
 SQLite runs in WAL mode with foreign keys on; PostgreSQL is used as is. One
 session per unit of work: ``session_scope`` commits on success and rolls back
 on error, so services never call ``commit`` themselves.
+
+Two kinds of session: writers (the default) and readers (``read_only=True``, what
+GET requests get). On SQLite a writer's transaction begins IMMEDIATE, taking the
+database's single write lock up front, and writers of every process queue for it on
+a file lock (handed over at once, where SQLite's busy handler sleeps); readers begin
+DEFERRED and run side by side in WAL mode. A reader that tries to write raises
+``ReadOnlySession`` on every backend, so a GET route that writes is caught by the
+tests instead of failing under load.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -15,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import DateTime, Engine, MetaData, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
 NAMING = {
@@ -66,30 +77,99 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _sqlite_begin(conn: Any) -> None:
-    # IMMEDIATE takes the write lock at BEGIN (waiting up to busy_timeout), so a transaction
-    # that reads and then writes cannot fail with "database is locked" because another
-    # connection committed in between (Django and Rails made the same choice for SQLite).
-    # The price: transactions run one at a time. They are short; a course that outgrows
-    # that runs on PostgreSQL.
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+READ_ONLY = "ringlab_read_only"
+_WRITER_FD = "ringlab_writer_fd"
+
+
+class ReadOnlySession(RuntimeError):
+    """A write through a reader session: the route should ask for a writer (WriteSessionDep)."""
+
+
+def _take_file_lock(path: str, timeout: float) -> int:
+    """An exclusive lock on ``path`` (flock), waited for at most ``timeout`` seconds; returns its fd."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline, pause = time.monotonic() + timeout, 0.0001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise TimeoutError("the database stayed busy; try again in a moment") from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.002)
+
+
+def _sqlite_begin_for(lock_path: str | None, timeout: float) -> Any:
+    def begin(conn: Any) -> None:
+        if conn.get_execution_options().get(READ_ONLY):
+            conn.exec_driver_sql("BEGIN")
+            return
+        # IMMEDIATE takes the write lock at BEGIN, so a transaction that reads and then writes
+        # cannot fail with "database is locked" because another connection committed in
+        # between (Django and Rails made the same choice for SQLite). Before it, writers of
+        # every process (web workers, the grading worker, the CLI) queue on a file lock, which
+        # hands over as soon as it is released, where SQLite's busy handler sleeps 1, 2, 5,
+        # 10... ms between tries. The file lock is held until the connection goes back to the pool.
+        info = conn.connection.info
+        if lock_path is not None and _WRITER_FD not in info:
+            info[_WRITER_FD] = _take_file_lock(lock_path, timeout)
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return begin
+
+
+def _release_writer(_dbapi_connection: Any, record: Any, *_: Any) -> None:
+    fd = record.info.pop(_WRITER_FD, None) if record is not None else None
+    if fd is not None:
+        os.close(fd)  # closing the descriptor releases its flock
 
 
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; creates the SQLite file's directory if needed."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        on_disk = bool(parsed.database) and parsed.database != ":memory:"
+        if on_disk:
+            Path(str(parsed.database)).parent.mkdir(parents=True, exist_ok=True)
+        # As many connections as request threads, so no request waits for one.
+        # Most recently used first, so a few warm connections (statement caches) do most work.
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=40,
+            max_overflow=40,
+            pool_use_lifo=True,
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
-        event.listen(engine, "begin", _sqlite_begin)
+        lock_path = f"{parsed.database}-writer.lock" if on_disk else None
+        event.listen(engine, "begin", _sqlite_begin_for(lock_path, timeout=30))
+        event.listen(engine, "checkin", _release_writer)
+        event.listen(engine, "invalidate", _release_writer)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+def make_sessionmaker(engine: Engine, *, read_only: bool = False) -> sessionmaker[Session]:
+    """Writer sessions, or with ``read_only`` reader sessions (see the module docstring)."""
+    if read_only:
+        return sessionmaker(
+            bind=engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False, info={READ_ONLY: True}
+        )
     return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _refuse_bulk_writes(state: ORMExecuteState) -> None:
+    if state.session.info.get(READ_ONLY) and (state.is_insert or state.is_update or state.is_delete):
+        raise ReadOnlySession(f"a write through a read-only session: {state.statement}")
+
+
+@event.listens_for(Session, "before_flush")
+def _refuse_flushes(session: Session, _context: Any, _instances: Any) -> None:
+    if session.info.get(READ_ONLY) and (session.new or session.deleted or session.dirty):
+        raise ReadOnlySession("a flush of changed objects through a read-only session")
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -52,6 +53,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.readers = make_sessionmaker(engine, read_only=True)
+    app.state.write_turns = asyncio.Lock() if engine.dialect.name == "sqlite" else None
     app.state.limits = AuthLimits.from_settings(settings)
     # Added last runs first: headers wrap everything, then CSRF and body size, then who is asking.
     app.add_middleware(AuthMiddleware)

@@ -22,14 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from bench._server import free_port, wait_ready  # noqa: E402
+from bench._server import free_port, make_students, wait_ready  # noqa: E402
 
 
 def bare_app():  # type: ignore[no-untyped-def]
@@ -43,25 +42,6 @@ def bare_app():  # type: ignore[no-untyped-def]
         return {"question_id": question_id}
 
     return app
-
-
-def make_students(data: Path, n: int) -> list[str]:
-    """Users and API tokens straight in the database (sign-in rate limits are not what we measure)."""
-    from app.accounts.models import User
-    from app.accounts.service import hasher, issue_api_token
-    from app.db import make_engine, make_sessionmaker, session_scope, utcnow
-
-    engine = make_engine(f"sqlite:///{data / 'ringlab.sqlite3'}")
-    tokens = []
-    password = hasher().hash("bench-password-1")
-    with session_scope(make_sessionmaker(engine)) as session:
-        for i in range(n):
-            user = User(username=f"bench{i}", username_key=f"bench{i}", password_hash=password)
-            session.add(user)
-            session.flush()
-            tokens.append(issue_api_token(user, session=session, now=utcnow(), ttl=timedelta(hours=2)).token)
-    engine.dispose()
-    return tokens
 
 
 class Recorder:
@@ -152,7 +132,7 @@ def main() -> int:
     run = [sys.executable, "-m", "app"]
     subprocess.run([*run, "db", "upgrade"], cwd=REPO, env=env, check=True, capture_output=True)
     subprocess.run([*run, "content", "sync"], cwd=REPO, env=env, check=True, capture_output=True)
-    tokens = make_students(data, args.students)
+    tokens = make_students(data / "ringlab.sqlite3", args.students)
     app_port, bare_port = free_port(), free_port()
     logs = [open(data / "app.log", "w"), open(data / "bare.log", "w")]  # noqa: SIM115 - open for the servers' lives
     procs = [

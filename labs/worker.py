@@ -57,8 +57,12 @@ class Worker:
         max_attempts: int = 3,
         poll_s: float = 0.05,
         clock: Callable[[], datetime] = utcnow,
+        readers: sessionmaker[Session] | None = None,
     ):
         self.factory = factory
+        # Polling only reads: on SQLite a reader takes no lock, so an idle worker never makes
+        # a web request wait (writers begin IMMEDIATE, app.db).
+        self.readers = readers or factory
         self.grade = grade
         self.capacity = capacity
         self.content_dir = content_dir
@@ -75,7 +79,7 @@ class Worker:
 
     def step(self) -> SubmissionStatus | None:
         """Grade at most one job. Returns its new status, or None if there was none (or the lease was lost)."""
-        with session_scope(self.factory) as session:
+        with session_scope(self.readers) as session:
             if not queue.has_work(self.capacity, session=session, now=self.clock(), lease_s=self.lease_s):
                 return None
         # A fresh transaction that starts with its write: on SQLite it waits for the lock, never a stale read.
@@ -131,8 +135,7 @@ class Worker:
     def run(self, stop: threading.Event, *, parent_pid: int | None = None) -> None:
         """Drain the queue until ``stop`` is set (or the parent process, if given, has gone)."""
         # Registration waits for the first job, and an idle worker writes only once a minute: on
-        # SQLite every commit of ours can fail a web request that read before it wrote (app.db
-        # begins deferred transactions), so the worker writes as little as it can while idle.
+        # SQLite every write of ours holds the one write lock web requests wait for.
         last_seen = time.monotonic()
         while not stop.is_set():
             if parent_pid is not None and os.getppid() != parent_pid:
@@ -191,6 +194,7 @@ def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: 
         make_sessionmaker(engine),
         grade,
         capacity(gpu_count=gpus, sandboxed=not unsafe),
+        readers=make_sessionmaker(engine, read_only=True),
         content_dir=settings.content_dir,
         lease_s=lab_settings.lab_lease_s,
         max_attempts=lab_settings.lab_max_attempts,

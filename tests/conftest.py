@@ -24,7 +24,7 @@ from app.config import Settings
 from app.content.loader import load_tree
 from app.content.models import ContentTree
 from app.content.service import sync_directory
-from app.db import make_engine, make_sessionmaker
+from app.db import READ_ONLY, make_engine, make_sessionmaker
 from app.main import create_app
 from app.migrate import upgrade
 from tests.pg import PostgresCluster
@@ -107,6 +107,14 @@ def session_factory(connection: Connection) -> sessionmaker[Session]:
 
 
 @pytest.fixture
+def reader_factory(connection: Connection) -> sessionmaker[Session]:
+    """Read-only sessions on the test's transaction, as GET requests get them."""
+    return sessionmaker(
+        bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False, info={READ_ONLY: True}
+    )
+
+
+@pytest.fixture
 def session(session_factory: sessionmaker[Session]) -> Iterator[Session]:
     with session_factory() as s:
         yield s
@@ -118,9 +126,10 @@ def settings(db_url: str, tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def app(settings: Settings, session_factory: sessionmaker[Session]) -> FastAPI:
+def app(settings: Settings, session_factory: sessionmaker[Session], reader_factory: sessionmaker[Session]) -> FastAPI:
     application = create_app(settings)
     application.state.sessionmaker = session_factory
+    application.state.readers = reader_factory
     return application
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.content.records import Card, Deck
@@ -23,8 +23,17 @@ _TAG = re.compile(r"<[^>]+>")
 
 
 def list_decks(*, session: Session) -> list[tuple[Deck, int]]:
-    decks = list(session.scalars(select(Deck).where(Deck.retired_at.is_(None)).order_by(Deck.position)))
-    return [(d, sum(1 for c in d.cards if c.retired_at is None)) for d in decks]
+    """Live decks with their live card counts."""
+    live = (
+        select(Card.deck_id, func.count().label("n")).where(Card.retired_at.is_(None)).group_by(Card.deck_id)
+    ).subquery()
+    rows = session.execute(
+        select(Deck, func.coalesce(live.c.n, 0))
+        .outerjoin(live, live.c.deck_id == Deck.id)
+        .where(Deck.retired_at.is_(None))
+        .order_by(Deck.position)
+    ).all()
+    return [(deck, int(n)) for deck, n in rows]
 
 
 def get_deck(deck_id: str, *, session: Session) -> tuple[Deck, list[Card]]:

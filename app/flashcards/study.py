@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -42,15 +42,31 @@ def snapshot_of(state: CardState | None) -> Snapshot:
     return Snapshot(state.state, state.step, state.stability, state.difficulty, state.due, state.last_review)
 
 
-def _write_lock(session: Session) -> None:
-    """On SQLite, take the write lock before reading (a no-op update).
+# The queries run for every card shown or rated are built once, with bound parameters: building a
+# statement costs more than running it on SQLite.
+_LIVE_DECK_OF = select(Card.deck_id).where(Card.id == bindparam("card_id"), Card.retired_at.is_(None))
+_STATE = select(CardState).where(CardState.user_id == bindparam("user_id"), CardState.card_id == bindparam("card_id"))
+_ITEMS = (
+    select(Card.id, Card.position, CardState.state, CardState.step, CardState.stability, CardState.difficulty)
+    .add_columns(CardState.due, CardState.last_review, CardState.suspended, CardState.buried_until, CardState.version)
+    .outerjoin(CardState, and_(CardState.card_id == Card.id, CardState.user_id == bindparam("user_id")))
+    .where(Card.deck_id == bindparam("deck_id"), Card.retired_at.is_(None))
+)
+_DONE = (
+    select(Review.state_before, func.count())
+    .where(Review.user_id == bindparam("user_id"), Review.reviewed_at >= bindparam("since"), Review.undone_at.is_(None))
+    .group_by(Review.state_before)
+)
+_DONE_IN_DECK = _DONE.where(Review.deck_id == bindparam("deck_id"))
+_REPLAY = select(Review).where(Review.user_id == bindparam("user_id"), Review.review_key == bindparam("key"))
 
-    SQLite cannot turn a read transaction into a write one once another writer has
-    committed, so a rating reads under the write lock there; PostgreSQL relies on the
-    version check and the unique constraint alone.
-    """
-    if session.get_bind().dialect.name == "sqlite":
-        session.execute(update(CardState).where(CardState.id == -1).values(version=CardState.version))
+
+def _live_deck_of(card_id: str, session: Session) -> str:
+    """The deck of a live card (one light query: rating needs nothing else of the card)."""
+    deck_id = session.scalar(_LIVE_DECK_OF, {"card_id": card_id})
+    if deck_id is None:
+        raise NotFound(f"No card '{card_id}'.")
+    return deck_id
 
 
 def _live_card(card_id: str, session: Session) -> Card:
@@ -61,30 +77,26 @@ def _live_card(card_id: str, session: Session) -> Card:
 
 
 def _state(user_id: int, card_id: str, session: Session) -> CardState | None:
-    return session.scalar(select(CardState).where(CardState.user_id == user_id, CardState.card_id == card_id))
+    return session.scalar(_STATE, {"user_id": user_id, "card_id": card_id})
 
 
-def deck_items(user_id: int, deck_id: str, *, session: Session) -> list[tuple[q.Item, CardState | None]]:
-    rows = session.execute(
-        select(Card.id, Card.position, CardState)
-        .outerjoin(CardState, and_(CardState.card_id == Card.id, CardState.user_id == user_id))
-        .where(Card.deck_id == deck_id, Card.retired_at.is_(None))
-    ).all()
-    return [
-        (q.Item(cid, pos, snapshot_of(st), bool(st and st.suspended), st.buried_until if st else None), st)
-        for cid, pos, st in rows
-    ]
+def deck_items(user_id: int, deck_id: str, *, session: Session) -> list[tuple[q.Item, int]]:
+    """Every live card of the deck as the queue sees it, with the version of the student's state (0: none).
+
+    Plain columns rather than ORM objects: this runs on every card shown.
+    """
+    rows = session.execute(_ITEMS, {"user_id": user_id, "deck_id": deck_id}).all()
+    out = []
+    for cid, pos, state, step, stability, difficulty, due, last, suspended, buried, version in rows:
+        snap = Snapshot() if state is None else Snapshot(state, step, stability, difficulty, due, last)
+        out.append((q.Item(cid, pos, snap, bool(suspended), buried), version or 0))
+    return out
 
 
 def done_today(user_id: int, deck_id: str | None, since: datetime, *, session: Session) -> q.Done:
-    query = (
-        select(Review.state_before, func.count())
-        .where(Review.user_id == user_id, Review.reviewed_at >= since, Review.undone_at.is_(None))
-        .group_by(Review.state_before)
-    )
-    if deck_id is not None:
-        query = query.where(Review.deck_id == deck_id)
-    by_state: dict[int, int] = {state: n for state, n in session.execute(query).all()}
+    rows = session.execute(_DONE_IN_DECK if deck_id is not None else _DONE,
+                           {"user_id": user_id, "since": since, "deck_id": deck_id})  # fmt: skip
+    by_state: dict[int, int] = {state: n for state, n in rows.all()}
     return q.Done(new=by_state.get(NEW, 0), reviews=by_state.get(REVIEW, 0))
 
 
@@ -115,12 +127,11 @@ def study_view(
     if built.next_card is None:
         later = q.waiting_learning(items, prefs, now)
         return StudyView(deck, built.counts, None, None, Snapshot(), 0, {}, later)
-    state = next(st for i, st in pairs if i.card_id == built.next_card)
-    snap = snapshot_of(state)
+    item, version = next(p for p in pairs if p[0].card_id == built.next_card)
     card = session.get(Card, built.next_card)
     assert card is not None
-    intervals = previews(snap, now, prefs) if with_intervals else {}
-    return StudyView(deck, built.counts, card, built.next_kind, snap, state.version if state else 0, intervals, None)
+    intervals = previews(item.snap, now, prefs) if with_intervals else {}
+    return StudyView(deck, built.counts, card, built.next_kind, item.snap, version, intervals, None)
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,7 @@ class Rated:
 
 
 def _replay(user_id: int, card_id: str, key: str, session: Session) -> Rated | None:
-    found = session.scalar(select(Review).where(Review.user_id == user_id, Review.review_key == key))
+    found = session.scalar(_REPLAY, {"user_id": user_id, "key": key})
     if found is None:
         return None
     if found.card_id != card_id:
@@ -152,10 +163,9 @@ def rate(
     """
     if raw not in range(1, 6):
         raise InvalidInput(f"Rating must be 1 to 5, got {raw}.", field="rating")
-    _write_lock(session)
     if review_key is not None and (done := _replay(user_id, card_id, review_key, session)):
         return done
-    card = _live_card(card_id, session)
+    deck_id = _live_deck_of(card_id, session)
     state = _state(user_id, card_id, session)
     version = state.version if state else 0
     if expected_version is not None and expected_version != version:
@@ -171,14 +181,14 @@ def rate(
         "updated_at": now,
     }  # fmt: skip
     entry = Review(
-        user_id=user_id, card_id=card_id, deck_id=card.deck_id, review_key=review_key, raw_rating=raw,
+        user_id=user_id, card_id=card_id, deck_id=deck_id, review_key=review_key, raw_rating=raw,
         rating=int(map_rating(raw)), reviewed_at=now, duration_ms=duration_ms,
         state_before=before.state, version_before=version, before=before.to_dict(), after=after.to_dict(),
     )  # fmt: skip
     try:
         with session.begin_nested():
             if state is None:
-                session.add(CardState(user_id=user_id, card_id=card_id, deck_id=card.deck_id, **values))
+                session.add(CardState(user_id=user_id, card_id=card_id, deck_id=deck_id, **values))
             else:
                 _compare_and_set(state, version, values, session)
             session.add(entry)
@@ -187,7 +197,7 @@ def rate(
         if review_key is not None and (done := _replay(user_id, card_id, review_key, session)):
             return done
         raise Conflict(REFRESH) from None
-    return Rated(card_id, card.deck_id, after, entry.id)
+    return Rated(card_id, deck_id, after, entry.id)
 
 
 def _compare_and_set(state: CardState, version: int, values: dict[str, Any], session: Session) -> None:
@@ -204,7 +214,6 @@ def undo(user_id: int, *, session: Session, now: datetime, deck_id: str | None =
 
     The review stays in the log, marked undone; the card gets back the state it had.
     """
-    _write_lock(session)
     query = select(Review).where(Review.user_id == user_id, Review.undone_at.is_(None))
     if deck_id is not None:
         query = query.where(Review.deck_id == deck_id)
@@ -228,7 +237,6 @@ def undo(user_id: int, *, session: Session, now: datetime, deck_id: str | None =
 
 
 def _flag(user_id: int, card_id: str, session: Session, now: datetime, **values: Any) -> None:
-    _write_lock(session)
     card = _live_card(card_id, session)
     state = _state(user_id, card_id, session)
     if state is None:

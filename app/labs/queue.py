@@ -94,8 +94,7 @@ def reap(*, session: Session, now: datetime, lease_s: float, max_attempts: int) 
 def has_work(capacity: Capacity, *, session: Session, now: datetime, lease_s: float) -> bool:
     """A read-only look: is there a job to claim or a lease to reap? An idle worker writes nothing.
 
-    On SQLite this matters: every write ends other connections' read snapshots, and a web
-    request that read before it writes would then fail as "database is locked".
+    On SQLite this matters: there is one write lock, and web requests that write wait for it.
     """
     waiting = select(S.id).where(S.status == SubmissionStatus.queued, S.gpus_needed <= capacity.gpu_count).limit(1)
     cutoff = now - timedelta(seconds=lease_s)

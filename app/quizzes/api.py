@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.deps import ApiUser, SessionDep
+from app.deps import ApiUser, SessionDep, WriteSessionDep
 from app.quizzes import attempts, service
 from app.quizzes.models import QuizAttempt
 from app.quizzes.schemas import AnswerIn, AnswerOut, AttemptOut, OptionOut, QuestionOut, QuizOut, ResultOut
@@ -85,7 +85,7 @@ def start(quiz_id: str, user: ApiUser, session: SessionDep, response: Response) 
 
 
 @router.get("/attempts/{attempt_id}", response_model=AttemptOut)
-def attempt(attempt_id: int, user: ApiUser, session: SessionDep) -> AttemptOut:
+def attempt(attempt_id: int, user: ApiUser, session: WriteSessionDep) -> AttemptOut:
     found = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
     return _attempt(found, session=session)
 

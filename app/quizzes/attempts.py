@@ -2,46 +2,25 @@
 
 Every function takes ``now`` so the deadline can be tested with a controllable clock.
 Writes open with an UPDATE of the attempt row: on PostgreSQL that locks the row, so a
-save and a submit of the same attempt never interleave; on SQLite it takes the write
-lock before anything is read, so a busy database waits instead of failing.
+save and a submit of the same attempt never interleave. On SQLite writer sessions
+begin IMMEDIATE (app.db), so nothing interleaves there either.
 """
 
 from __future__ import annotations
 
 import secrets
-import threading
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, event, or_, select, update
+from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.orm import Session
 
 from app.accounts.models import User
 from app.content.records import Question, Quiz
 from app.errors import Conflict, InvalidInput, NotFound
 from app.quizzes import scoring
 from app.quizzes.models import QuizAnswer, QuizAttempt
-
-# SQLite has one writer at a time, and its busy handler polls with growing sleeps, so under
-# load some writers starve past busy_timeout. Quiz writes in this process queue on a lock
-# instead, taken before the first write and released when the session's transaction ends.
-_SQLITE_WRITER = threading.Lock()
-_HELD = "quizzes.sqlite_writer"
-
-
-def _writer(session: Session) -> None:
-    if session.get_bind().dialect.name != "sqlite" or session.info.get(_HELD):
-        return
-    if not _SQLITE_WRITER.acquire(timeout=10):
-        raise Conflict("The server is busy saving other answers; try again in a moment.")
-    session.info[_HELD] = True
-
-
-@event.listens_for(Session, "after_transaction_end")
-def _release_writer(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None and session.info.pop(_HELD, False):
-        _SQLITE_WRITER.release()
 
 
 class AttemptClosed(Conflict):
@@ -82,7 +61,6 @@ def start_attempt(quiz_id: str, user_id: int, *, session: Session, now: datetime
 
     The deadline is fixed here, from the quiz's time limit, on the server's clock.
     """
-    _writer(session)
     # Write first (see the module docstring); on PostgreSQL also hold the student's row, so two
     # tabs pressing Start at once get one attempt.
     session.execute(
@@ -149,7 +127,6 @@ def save_answer(
     Raises NotFound (not the student's attempt), AttemptClosed (submitted), DeadlinePassed
     (nothing saved), InvalidInput (the question is not in the attempt, or the option not in it).
     """
-    _writer(session)
     locked: CursorResult[Any] = session.execute(  # type: ignore[assignment]
         update(QuizAttempt)
         .where(
@@ -189,7 +166,6 @@ def save_answer(
 
 def submit(attempt_id: int, user_id: int, *, session: Session, now: datetime) -> QuizAttempt:
     """Submit and mark the attempt. Submitting again returns the first result unchanged."""
-    _writer(session)
     session.execute(
         update(QuizAttempt)
         .where(QuizAttempt.id == attempt_id, QuizAttempt.user_id == user_id, QuizAttempt.submitted_at.is_(None))
@@ -204,7 +180,6 @@ def submit(attempt_id: int, user_id: int, *, session: Session, now: datetime) ->
 
 def sweep_expired(*, session: Session, now: datetime) -> int:
     """Submit every open attempt past its deadline, with the answers saved so far. Returns how many."""
-    _writer(session)
     due = session.scalars(
         select(QuizAttempt).where(
             QuizAttempt.submitted_at.is_(None), QuizAttempt.deadline.is_not(None), QuizAttempt.deadline <= now
@@ -216,7 +191,6 @@ def sweep_expired(*, session: Session, now: datetime) -> int:
 
 
 def _finalize(attempt: QuizAttempt, *, session: Session, now: datetime) -> None:
-    _writer(session)
     quiz = session.get(Quiz, attempt.quiz_id)
     assert quiz is not None
     questions = questions_of(attempt, session=session)

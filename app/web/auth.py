@@ -44,7 +44,7 @@ class AuthMiddleware:
             if not scope["path"].startswith(("/static/", "/api/")):
                 token = _cookie(scope, COOKIE)
                 if token:
-                    with session_scope(scope["app"].state.sessionmaker) as session:
+                    with session_scope(scope["app"].state.readers) as session:
                         user, expired = service.session_user(token, session=session, now=utcnow())
                         state["user"] = Principal.of(user) if user else None
                         state["session_expired"] = expired

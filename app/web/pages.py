@@ -44,7 +44,7 @@ def healthz(request: Request) -> JSONResponse:
     """200 when the database answers and content has been loaded, 503 otherwise."""
     checks = {"database": False, "content": False}
     try:
-        with request.app.state.sessionmaker() as session:
+        with request.app.state.readers() as session:
             session.execute(text("SELECT 1"))
             checks["database"] = True
             checks["content"] = content.last_sync(session) is not None

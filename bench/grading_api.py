@@ -1,12 +1,17 @@
 """Click-to-verdict latency through the HTTP API, with `ringlab serve` and its embedded worker.
 
 Starts `ringlab serve` on a fresh SQLite database and a free port (so the embedded worker
-grades), registers a user through the API, submits N correct 4-rank ring all-reduce
-solutions one after another (each as soon as the previous verdict is in), polls each until
-graded, and prints the median and p90 latency from POST to verdict, the throughput, and a
-cold ``torch.multiprocessing.spawn`` of the same checks measured in the same run.
+grades), registers a user through the API, submits N correct ring all-reduce solutions one
+after another (each as soon as the previous verdict is in), polls each until graded, and
+prints the median and p90 latency from POST to verdict, the throughput, and a cold
+``torch.multiprocessing.spawn`` of the same checks at the same world size, measured in the
+same run.
 
-    .venv/bin/python bench/grading_api.py [-n 30] [--cold 3] [--pool 2] [--poll 0.05]
+By default the lab is graded with 4 ranks: the server runs on a copy of content/ whose
+ring-allreduce lab lists ``world_sizes: [4]``. ``--world-sizes 2,3,4`` grades the lab as
+shipped (three groups of ranks, one after another), against a cold run of each size.
+
+    .venv/bin/python bench/grading_api.py [-n 30] [--cold 3] [--pool 2] [--poll 0.05] [--world-sizes 4]
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -63,15 +69,24 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=3, help="cold mp.spawn runs (default 3)")
     parser.add_argument("--pool", type=int, default=2, help="warm sandboxes in the worker (default 2)")
     parser.add_argument("--poll", type=float, default=0.05, help="seconds between result polls (default 0.05)")
+    parser.add_argument("--world-sizes", default="4", help="world sizes the lab is graded at (default 4)")
     args = parser.parse_args()
+    sizes = [int(n) for n in args.world_sizes.split(",")]
     code = (CONTENT / LAB / "solution.py").read_text()  # the bench only: never served
 
     with tempfile.TemporaryDirectory(prefix="ringlab-bench-") as tmp:
+        content = Path(tmp) / "content"
+        shutil.copytree(CONTENT.parent, content)
+        lab_yaml = content / "labs" / LAB / "lab.yaml"
+        text = lab_yaml.read_text()
+        assert "world_sizes: [2, 3, 4]" in text, "the lab's world sizes moved: update this bench"
+        lab_yaml.write_text(text.replace("world_sizes: [2, 3, 4]", f"world_sizes: {sizes}"))
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
         env.update(
             RINGLAB_DATA_DIR=tmp,
+            RINGLAB_CONTENT_DIR=str(content),
             RINGLAB_EMBEDDED_WORKER="true",
             RINGLAB_LAB_SUBMIT_LIMIT=str(args.n + 10),
             RINGLAB_WORKER_POOL_SIZE=str(args.pool),
@@ -100,15 +115,18 @@ def main() -> None:
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
-    cold = measure_cold(code, 4, args.cold)
+    # A cold run of every size, one after another, as the warm path grades them.
+    runs = [measure_cold(code, n, args.cold) for n in sizes]
+    cold = [sum(times) for times in zip(*runs, strict=True)]
     median, cold_median = statistics.median(latencies), statistics.median(cold)
-    print(f"lab {LAB}, world sizes 2, 3 and 4 (the lab's own), via HTTP API + embedded worker, {os.cpu_count()} CPUs")
+    ranks = " then ".join(str(n) for n in sizes)
+    print(f"lab {LAB} graded with {ranks} ranks, via HTTP API + embedded worker, {os.cpu_count()} CPUs")
     print(f"first submission (worker warming up): {first:.3f} s")
     print(
         f"click-to-verdict over {args.n}, back to back: median {median:.3f} s  p90 {percentile(latencies, 0.9):.3f} s  "
         f"min {min(latencies):.3f} s  max {max(latencies):.3f} s  ({median / cold_median:.1%} of cold)"
     )
-    print(f"cold mp.spawn of the same checks (4 ranks): median {cold_median:.3f} s over {len(cold)} runs")
+    print(f"cold mp.spawn of the same checks ({ranks} ranks): median {cold_median:.3f} s over {len(cold)} runs")
     print(f"throughput: {args.n / total * 60:.1f} graded submissions per minute")
 
 

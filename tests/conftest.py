@@ -61,6 +61,10 @@ def postgres() -> Iterator[PostgresCluster]:
     shutil.rmtree(base, ignore_errors=True)
 
 
+def backend_of(url: str) -> str:
+    return "sqlite" if url.startswith("sqlite") else "postgresql"
+
+
 def make_db_url(backend: str, request: pytest.FixtureRequest, name: str) -> str:
     """A fresh, empty database on ``backend``."""
     if backend == "sqlite":

@@ -11,17 +11,13 @@ from sqlalchemy import Engine, func, select, update
 
 from app.accounts.models import User
 from app.db import ReadOnlySession, make_engine, make_sessionmaker, session_scope
-from app.migrate import upgrade
-from tests.conftest import make_db_url
+from tests.conftest import backend_of, migrated_db_url
 from tests.factories import make_user
 
 
 @pytest.fixture(scope="module")
 def db_engine(db_url: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
-    backend = "sqlite" if db_url.startswith("sqlite") else "postgresql"
-    url = make_db_url(backend, request, "sessions")
-    upgrade(url)
-    engine = make_engine(url)
+    engine = make_engine(migrated_db_url(backend_of(db_url), request, "sessions"))
     yield engine
     engine.dispose()
 

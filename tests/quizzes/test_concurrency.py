@@ -11,13 +11,11 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.content.service import sync_directory
 from app.db import make_engine, make_sessionmaker, session_scope, utcnow
 from app.errors import DomainError
-from app.migrate import upgrade
 from app.quizzes import attempts
 from app.quizzes.models import QuizAnswer
-from tests.conftest import CONTENT_DIR, make_db_url
+from tests.conftest import backend_of, migrated_db_url
 from tests.factories import make_user
 
 THREADS = 8
@@ -25,11 +23,7 @@ THREADS = 8
 
 @pytest.fixture(scope="module")
 def race_engine(db_url: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
-    backend = "sqlite" if db_url.startswith("sqlite") else "postgresql"
-    url = make_db_url(backend, request, "quiz_race")
-    upgrade(url)
-    engine = make_engine(url)
-    sync_directory(CONTENT_DIR, make_sessionmaker(engine))
+    engine = make_engine(migrated_db_url(backend_of(db_url), request, "quiz_race"))
     yield engine
     engine.dispose()
 

@@ -134,9 +134,10 @@ def content_check(
     n_questions = sum(len(q.questions) for q in tree.quizzes)
     n_exercises = sum(len(s.exercises) for s in tree.exercise_sets)
     n_cards = sum(len(d.cards) for d in tree.decks)
+    n_labs = sum(1 for p in (root / "labs").iterdir() if p.is_dir()) if (root / "labs").is_dir() else 0
     typer.echo(
         f"ok: {len(tree.quizzes)} quizzes ({n_questions} questions), {len(tree.exercise_sets)} exercise sets "
-        f"({n_exercises} exercises), {len(tree.decks)} decks ({n_cards} cards)"
+        f"({n_exercises} exercises), {len(tree.decks)} decks ({n_cards} cards), {n_labs} labs"
     )
 
 

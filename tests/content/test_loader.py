@@ -113,3 +113,57 @@ def test_unexpected_top_level_entry(tmp_path: Path) -> None:
     assert problems(root) == [
         "content/notes.txt:1: unexpected entry: content holds quizzes/, exercises/, decks/ and labs/"
     ]
+
+
+LAB_YAML = """\
+id: tiny-lab
+title: Tiny lab
+exercise: ex-t-1
+world_sizes: [2]
+backends: [gloo]
+time_limit_s: 5
+memory_limit_mb: 256
+functions: [all_reduce]
+checks:
+  - id: sums
+    title: Sums
+    points: 1
+"""
+
+
+def lab_files(**overrides: str) -> dict[str, str]:
+    files = {
+        "labs/tiny-lab/lab.yaml": LAB_YAML,
+        "labs/tiny-lab/statement.md": "Sum over ranks.\n",
+        "labs/tiny-lab/starter.py": "def all_reduce(tensor):\n    raise NotImplementedError\n",
+        "labs/tiny-lab/checks.py": "RULES = {}\n",
+        "labs/tiny-lab/solution.py": "def all_reduce(tensor):\n    pass\n",
+    }
+    return files | {f"labs/tiny-lab/{name}": text for name, text in overrides.items()}
+
+
+def test_a_valid_lab_passes(tmp_path: Path) -> None:
+    load_tree(write_tree(tmp_path / "content", **lab_files()))
+
+
+def test_a_lab_with_a_bad_field_names_its_file_and_line(tmp_path: Path) -> None:
+    files = lab_files(**{"lab.yaml": LAB_YAML.replace("world_sizes: [2]", "world_sizes: [2, 99]")})
+    found = problems(write_tree(tmp_path / "content", **files))
+    assert len(found) == 1
+    assert found[0].startswith("content/labs/tiny-lab/lab.yaml:4: ")
+
+
+def test_a_lab_missing_a_file_unparsable_code_and_unknown_exercise(tmp_path: Path) -> None:
+    files = lab_files(**{"checks.py": "def broken(:\n", "lab.yaml": LAB_YAML.replace("ex-t-1", "ex-nowhere")})
+    del files["labs/tiny-lab/solution.py"]
+    assert problems(write_tree(tmp_path / "content", **files)) == [
+        "content/labs/tiny-lab/solution.py:1: missing lab file solution.py"
+    ]
+    del files["labs/tiny-lab/checks.py"]
+    files["labs/tiny-lab/solution.py"] = "def ok():\n    return 1\n\ndef broken(:\n"
+    files["labs/tiny-lab/checks.py"] = "RULES = {}\n"
+    found = problems(write_tree(tmp_path / "other", **files))
+    assert sorted(found) == [
+        "other/labs/tiny-lab/lab.yaml:1: exercise 'ex-nowhere' is not in any exercise set",
+        "other/labs/tiny-lab/solution.py:4: not valid Python: invalid syntax",
+    ]

@@ -18,9 +18,20 @@
     if (button) button.hidden = true;
   }
 
+  // While a request is out, and until htmx has settled the new card (its buttons are live then),
+  // keys are not sent: a click before that would submit the form natively. The reviewer swaps
+  // with settle:0, so the card settles in the same task it appears in and no key meant for it is
+  // lost. Undo pressed during a request is remembered and sent once the card has settled; other
+  // keys are dropped, as they were meant for the card that is going away.
+  let pendingUndo = false;
+
   function press(root, selector) {
+    if (busy) {
+      if (selector === "[data-undo]") pendingUndo = true;
+      return;
+    }
     const button = root.querySelector(selector);
-    if (button && !busy) button.click();
+    if (button) button.click();
   }
 
   document.addEventListener("click", function (event) {
@@ -67,14 +78,22 @@
   });
 
   document.addEventListener("htmx:beforeRequest", function () { busy = true; });
-  document.addEventListener("htmx:afterRequest", function () { busy = false; });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    // Nothing is swapped after a failed request, so nothing will settle: free the keys now.
+    if (!event.detail.successful) busy = false;
+  });
   document.addEventListener("htmx:afterSwap", function (event) {
     const target = event.target;
     if (target instanceof HTMLElement && target.id === "reviewer") shownAt = performance.now();
   });
   // The swapped-in #reviewer replaces the target itself (outerHTML); reset the clock there too.
   document.addEventListener("htmx:afterSettle", function () {
+    busy = false;
     const root = reviewer();
     if (root && root.dataset.side !== "back") shownAt = performance.now();
+    if (root && pendingUndo) {
+      pendingUndo = false;
+      press(root, "[data-undo]");
+    }
   });
 })();

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
@@ -52,12 +53,15 @@ async def _request_session(request: Request, factory: sessionmaker[Session], wri
     # Async, so a request costs one thread hop for its session (the commit) instead of two.
     async with _turn(request, writes):
         session = factory()  # no I/O until the first query, which runs in the route's thread
+        ok = False
         try:
             yield session
-        except BaseException:
-            await run_in_threadpool(_finish, session, False)
-            raise
-        await run_in_threadpool(_finish, session, True)
+            ok = True
+        finally:
+            # Shielded: a client that goes away mid-request must not leave the session (and, on
+            # SQLite, the write lock) open.
+            with anyio.CancelScope(shield=True):
+                await run_in_threadpool(_finish, session, ok)
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:

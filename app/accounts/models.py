@@ -32,27 +32,24 @@ class User(Base):
         return self.role == Role.instructor
 
 
-class AuthSession(Base):
+class _Secret:
+    """What a browser session and an API token both are: a digest id, whose it is, and when it ends."""
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class AuthSession(_Secret, Base):
     """A signed-in browser. The cookie holds the token; the row holds its digest."""
 
     __tablename__ = "auth_sessions"
 
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
-
     user: Mapped[User] = relationship(lazy="joined")
 
 
-class ApiToken(Base):
-    """A bearer token for the JSON API."""
+class ApiToken(_Secret, Base):
+    """A bearer token for the JSON API (looked up with its user in one query: app.accounts.service)."""
 
     __tablename__ = "api_tokens"
-
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
-
-    user: Mapped[User] = relationship(lazy="joined")

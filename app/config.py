@@ -26,6 +26,16 @@ class Settings(BaseSettings):
     signin_limit_per_client: int = 20  # attempts per 5 minutes
     signin_limit_per_account: int = 10  # failed attempts per 15 minutes
     signup_limit_per_client: int = 10  # accounts per hour
+    # Worker threads per web process for blocking work (sync routes, database sessions); 0
+    # picks one for the database. On SQLite that work is CPU in Python: threads beyond a
+    # few only fight over the interpreter lock. PostgreSQL work waits on the network.
+    web_threads: int = Field(default=0, ge=0, le=1000)
+
+    @property
+    def thread_count(self) -> int:
+        if self.web_threads:
+            return self.web_threads
+        return 4 if self.sqlalchemy_url.startswith("sqlite") else 40
 
     @property
     def sqlalchemy_url(self) -> str:

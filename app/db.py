@@ -172,6 +172,13 @@ def _refuse_flushes(session: Session, _context: Any, _instances: Any) -> None:
         raise ReadOnlySession("a flush of changed objects through a read-only session")
 
 
+def dialect_insert(session: Session, model: Any) -> Any:
+    """``INSERT`` for the session's backend, with ``ON CONFLICT`` clauses (SQLite and PostgreSQL)."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return (postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert)(model)
+
+
 @contextmanager
 def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session committed when the block succeeds and rolled back when it raises."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
 from fastapi import Depends, Request
@@ -15,11 +15,13 @@ from starlette.concurrency import run_in_threadpool
 
 from app.accounts import service as accounts
 from app.config import Settings
-from app.db import utcnow
+from app.db import session_scope, utcnow
 from app.errors import Forbidden, SignInRequired, Unauthorized
 from app.web.auth import Principal
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -112,13 +114,69 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 
 
+def _bearer_token(credentials: HTTPAuthorizationCredentials | None) -> str:
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise Unauthorized("Send 'Authorization: Bearer <token>' (get one from POST /api/v1/auth/token).")
+    return credentials.credentials
+
+
 def api_user(
     session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> Principal:
     """The bearer token's user, looked up in the request's own session (one transaction per request)."""
-    if credentials is None or credentials.scheme.lower() != "bearer":
-        raise Unauthorized("Send 'Authorization: Bearer <token>' (get one from POST /api/v1/auth/token).")
-    return Principal(*accounts.token_user(credentials.credentials, session=session, now=utcnow()))
+    return Principal(*accounts.token_user(_bearer_token(credentials), session=session, now=utcnow()))
+
+
+class ApiCall:
+    """A bearer-token request whose database work runs in units of one thread hop each.
+
+    ``await call.run(work, *args)`` runs ``work(user, session, *args)`` with the token's user,
+    in one session on one worker thread, and commits: GET and HEAD on a reader, other
+    methods on a writer. Routes that take ``ApiUser`` and ``SessionDep`` pay three hops for
+    the same work (the token, the route, the commit), and on SQLite a writer holds the
+    write lock across all three while the event loop serves other requests in between.
+
+    A write that must first read (rating a card) can split in two: ``read`` works it out on
+    a reader, then ``write`` writes it on a writer, so that on SQLite, where writers take
+    turns, a turn lasts only as long as the writes. The token is looked up once per request.
+    """
+
+    def __init__(self, request: Request, token: str) -> None:
+        self.request = request
+        self.token = token
+        self.user: Principal | None = None
+
+    async def run(self, work: Callable[Concatenate[Principal, Session, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        return await self._unit(self.request.method not in SAFE_METHODS, work, *args, **kw)
+
+    async def read(self, work: Callable[Concatenate[Principal, Session, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        return await self._unit(False, work, *args, **kw)
+
+    async def write(self, work: Callable[Concatenate[Principal, Session, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        return await self._unit(True, work, *args, **kw)
+
+    async def _unit(self, writes: bool, work: Callable[..., T], *args: Any, **kw: Any) -> T:
+        state = self.request.app.state
+        factory: sessionmaker[Session] = state.sessionmaker if writes else state.readers
+        async with _turn(self.request, writes):
+            # Shielded: once the work has started, the turn is held until it has committed or
+            # rolled back, even if the client goes away.
+            with anyio.CancelScope(shield=True):
+                done = await run_in_threadpool(self._in_thread, factory, work, args, kw)
+        return done
+
+    def _in_thread(self, factory: sessionmaker[Session], work: Callable[..., T], args: Any, kw: Any) -> T:
+        with session_scope(factory) as session:
+            if self.user is None:
+                self.user = Principal(*accounts.token_user(self.token, session=session, now=utcnow()))
+            return work(self.user, session, *args, **kw)
+
+
+async def api_call(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> ApiCall:
+    """Async and free of I/O: the token is checked when the work runs (see ApiCall)."""
+    return ApiCall(request, _bearer_token(credentials))
 
 
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
@@ -126,3 +184,4 @@ OptionalUser = Annotated[Principal | None, Depends(optional_user)]
 CurrentUser = Annotated[Principal, Depends(current_user)]
 RequireInstructor = Annotated[Principal, Depends(require_instructor)]
 ApiUser = Annotated[Principal, Depends(api_user)]
+Api = Annotated[ApiCall, Depends(api_call)]

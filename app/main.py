@@ -7,6 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
@@ -39,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.thread_count
         if settings.sync_content_on_start:
             try:
                 report = sync_directory(settings.content_dir, app.state.sessionmaker)
@@ -67,5 +69,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         flashcards_router, flashcards_api, labs_router, labs_api,
     )  # fmt: skip
     for router in routers:
-        app.include_router(router)
+        # Flat, as include_router left them before FastAPI 0.137: it now keeps each router as a
+        # lazily resolved node that every request scans route by route, whatever its prefix
+        # (fastapi/fastapi#16159), which cost more than the rest of a JSON request. Each route
+        # already carries its router's prefix and tags.
+        app.router.routes.extend(router.routes)
     return app

@@ -7,13 +7,15 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 
 from app.content.records import Card
 from app.db import utcnow
-from app.deps import ApiUser, SessionDep
+from app.deps import Api
 from app.flashcards import service, study
 from app.flashcards.models import STATE_NAMES, CardState
 from app.flashcards.views import fuzzing
+from app.web.auth import Principal
 
 router = APIRouter(prefix="/api/v1", tags=["api: flashcards"])
 
@@ -54,43 +56,77 @@ def card_out(card: Card, state: CardState | None, now: datetime) -> dict[str, An
     }  # fmt: skip
 
 
-@router.get("/decks", response_model=list[DeckOut])
-def decks(user: ApiUser, session: SessionDep) -> list[DeckOut]:
+# Each route binds HTTP to one plain function of (user, session, ...) that `Api.run` calls in a
+# single worker-thread hop with the token lookup and the commit (see app.deps.ApiCall).
+
+
+def _decks(user: Principal, session: Session) -> list[DeckOut]:
     return [DeckOut(id=d.id, title=d.title, card_count=n) for d, n in service.list_decks(session=session)]
 
 
-@router.get("/decks/{deck_id}/queue")
-def queue(deck_id: str, user: ApiUser, session: SessionDep) -> dict[str, Any]:
+def _queue(user: Principal, session: Session, deck_id: str) -> dict[str, Any]:
     view = study.study_view(user.id, deck_id, session=session, now=utcnow(), with_intervals=False)
     card = view.card and {"id": view.card.id, "topic": view.card.topic, "front": view.card.front_html}
     return {"card": card, "counts": view.counts.as_dict()}
 
 
-@router.get("/cards/{card_id}")
-def card(card_id: str, user: ApiUser, session: SessionDep) -> dict[str, Any]:
+def _card(user: Principal, session: Session, card_id: str) -> dict[str, Any]:
     found, state = study.card_status(user.id, card_id, session=session)
     return card_out(found, state, utcnow())
 
 
-@router.post("/reviews", response_model=ReviewOut)
-def rate(body: ReviewIn, request: Request, user: ApiUser, session: SessionDep) -> ReviewOut:
-    done = study.rate(
+def _plan(user: Principal, session: Session, body: ReviewIn, fuzz: bool) -> study.Rated | study.RatingPlan:
+    return study.plan_rating(
         user.id, body.card_id, body.rating, session=session, now=utcnow(), duration_ms=body.duration_ms,
-        review_key=body.review_id, fuzz=fuzzing(request),
+        review_key=body.review_id, fuzz=fuzz,
     )  # fmt: skip
-    return ReviewOut(card_id=done.card_id, state=done.snap.state_name, due=done.snap.due,
-                     interval_days=done.snap.interval_days)  # fmt: skip
 
 
-@router.post("/reviews/undo")
-def undo(user: ApiUser, session: SessionDep) -> dict[str, Any]:
+def _apply(user: Principal, session: Session, plan: study.RatingPlan) -> study.Rated:
+    return study.apply_rating(plan, session=session)
+
+
+def _undo(user: Principal, session: Session) -> dict[str, Any]:
     now = utcnow()
     card_id = study.undo(user.id, session=session, now=now)
     found, state = study.card_status(user.id, card_id, session=session)
     return card_out(found, state, now)
 
 
-@router.get("/decks/{deck_id}/stats")
-def stats(deck_id: str, user: ApiUser, session: SessionDep) -> dict[str, object]:
+def _stats(user: Principal, session: Session, deck_id: str) -> dict[str, object]:
     _, figures = service.deck_stats(user.id, deck_id, session=session, now=utcnow())
     return figures.as_dict()
+
+
+@router.get("/decks", response_model=list[DeckOut])
+async def decks(api: Api) -> list[DeckOut]:
+    return await api.run(_decks)
+
+
+@router.get("/decks/{deck_id}/queue")
+async def queue(deck_id: str, api: Api) -> dict[str, Any]:
+    return await api.run(_queue, deck_id)
+
+
+@router.get("/cards/{card_id}")
+async def card(card_id: str, api: Api) -> dict[str, Any]:
+    return await api.run(_card, card_id)
+
+
+@router.post("/reviews", response_model=ReviewOut)
+async def rate(body: ReviewIn, request: Request, api: Api) -> ReviewOut:
+    # Worked out on a reader, then written in a short write transaction (see ApiCall).
+    planned = await api.read(_plan, body, fuzzing(request))
+    done = planned if isinstance(planned, study.Rated) else await api.write(_apply, planned)
+    return ReviewOut(card_id=done.card_id, state=done.snap.state_name, due=done.snap.due,
+                     interval_days=done.snap.interval_days)  # fmt: skip
+
+
+@router.post("/reviews/undo")
+async def undo(api: Api) -> dict[str, Any]:
+    return await api.run(_undo)
+
+
+@router.get("/decks/{deck_id}/stats")
+async def stats(deck_id: str, api: Api) -> dict[str, object]:
+    return await api.run(_stats, deck_id)

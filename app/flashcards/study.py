@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, bindparam, delete, func, or_, select, union_all, update
 from sqlalchemy.orm import Session
 
 from app.content.records import Card, Deck
+from app.db import dialect_insert
 from app.errors import Conflict, InvalidInput, NotFound
 from app.flashcards import queue as q
-from app.flashcards.models import NEW, REVIEW, CardState, Review
+from app.flashcards.models import LEARNING, NEW, RELEARNING, REVIEW, CardState, Review
 from app.flashcards.preferences import get_prefs
 from app.flashcards.scheduling import (
     Prefs,
@@ -44,7 +44,6 @@ def snapshot_of(state: CardState | None) -> Snapshot:
 
 # The queries run for every card shown or rated are built once, with bound parameters: building a
 # statement costs more than running it on SQLite.
-_LIVE_DECK_OF = select(Card.deck_id).where(Card.id == bindparam("card_id"), Card.retired_at.is_(None))
 _STATE = select(CardState).where(CardState.user_id == bindparam("user_id"), CardState.card_id == bindparam("card_id"))
 _ITEMS = (
     select(Card.id, Card.position, CardState.state, CardState.step, CardState.stability, CardState.difficulty)
@@ -52,21 +51,43 @@ _ITEMS = (
     .outerjoin(CardState, and_(CardState.card_id == Card.id, CardState.user_id == bindparam("user_id")))
     .where(Card.deck_id == bindparam("deck_id"), Card.retired_at.is_(None))
 )
+# The rows the queue can use today, filtered by the database: a student's deck is mostly
+# reviews that are not due, and a new student's mostly new cards past the day's limit.
+# queue.build applies the same rules again to what is left, so this only saves work.
+_AVAILABLE = and_(
+    CardState.suspended.is_not(True),
+    or_(CardState.buried_until.is_(None), CardState.buried_until <= bindparam("now")),
+)
+_SEEN_TODAY = _ITEMS.where(
+    _AVAILABLE,
+    or_(
+        CardState.state.in_((LEARNING, RELEARNING)),
+        and_(CardState.state == REVIEW, CardState.due < bindparam("day_end")),
+    ),
+)
+_FIRST_NEW = (
+    _ITEMS.where(_AVAILABLE, or_(CardState.state.is_(None), CardState.state == NEW))
+    .order_by(Card.position)
+    .limit(bindparam("new_left"))
+    .subquery()
+)
+_DUE_ITEMS = union_all(_SEEN_TODAY, select(_FIRST_NEW))
 _DONE = (
     select(Review.state_before, func.count())
     .where(Review.user_id == bindparam("user_id"), Review.reviewed_at >= bindparam("since"), Review.undone_at.is_(None))
     .group_by(Review.state_before)
 )
 _DONE_IN_DECK = _DONE.where(Review.deck_id == bindparam("deck_id"))
-_REPLAY = select(Review).where(Review.user_id == bindparam("user_id"), Review.review_key == bindparam("key"))
-
-
-def _live_deck_of(card_id: str, session: Session) -> str:
-    """The deck of a live card (one light query: rating needs nothing else of the card)."""
-    deck_id = session.scalar(_LIVE_DECK_OF, {"card_id": card_id})
-    if deck_id is None:
-        raise NotFound(f"No card '{card_id}'.")
-    return deck_id
+_REPLAY = select(Review.id, Review.card_id, Review.deck_id, Review.after).where(
+    Review.user_id == bindparam("user_id"), Review.review_key == bindparam("key")
+)
+# What a rating reads: the card's deck and the student's state of it (none for a new card).
+_CONTEXT = (
+    select(Card.deck_id, CardState.id, CardState.version, CardState.suspended, CardState.state, CardState.step)
+    .add_columns(CardState.stability, CardState.difficulty, CardState.due, CardState.last_review)
+    .outerjoin(CardState, and_(CardState.card_id == Card.id, CardState.user_id == bindparam("user_id")))
+    .where(Card.id == bindparam("card_id"), Card.retired_at.is_(None))
+)
 
 
 def _live_card(card_id: str, session: Session) -> Card:
@@ -85,7 +106,25 @@ def deck_items(user_id: int, deck_id: str, *, session: Session) -> list[tuple[q.
 
     Plain columns rather than ORM objects: this runs on every card shown.
     """
-    rows = session.execute(_ITEMS, {"user_id": user_id, "deck_id": deck_id}).all()
+    return _items(session.execute(_ITEMS, {"user_id": user_id, "deck_id": deck_id}).all())
+
+
+def due_items(
+    user_id: int, deck_id: str, *, session: Session, now: datetime, prefs: Prefs, done: q.Done
+) -> list[tuple[q.Item, int]]:
+    """The cards of the deck the queue can still show today: what ``queue.build`` needs, no more.
+
+    Learning and relearning cards, reviews due before the study day ends and the first new
+    cards within the day's limit, none of them suspended or buried.
+    """
+    params = {
+        "user_id": user_id, "deck_id": deck_id, "now": now, "day_end": next_day_start(now, prefs.time_zone),
+        "new_left": max(0, prefs.new_per_day - done.new),
+    }  # fmt: skip
+    return _items(session.execute(_DUE_ITEMS, params).all())
+
+
+def _items(rows: Any) -> list[tuple[q.Item, int]]:
     out = []
     for cid, pos, state, step, stability, difficulty, due, last, suspended, buried, version in rows:
         snap = Snapshot() if state is None else Snapshot(state, step, stability, difficulty, due, last)
@@ -120,9 +159,9 @@ def study_view(
     if deck is None or deck.retired_at is not None:
         raise NotFound(f"No deck '{deck_id}'.")
     prefs = get_prefs(user_id, session=session)
-    pairs = deck_items(user_id, deck_id, session=session)
-    items = [i for i, _ in pairs]
     done = done_today(user_id, deck_id, day_start(now, prefs.time_zone), session=session)
+    pairs = due_items(user_id, deck_id, session=session, now=now, prefs=prefs, done=done)
+    items = [i for i, _ in pairs]
     built = q.build(items, done, prefs, now)
     if built.next_card is None:
         later = q.waiting_learning(items, prefs, now)
@@ -142,8 +181,25 @@ class Rated:
     review_id: int
 
 
+@dataclass(frozen=True)
+class RatingPlan:
+    """A rating worked out against the state read (``version``), to be written by ``apply_rating``."""
+
+    user_id: int
+    card_id: str
+    deck_id: str
+    raw: int
+    review_key: str | None
+    duration_ms: int | None
+    now: datetime
+    state_id: int | None  # None: the student has no state row for this card yet
+    version: int
+    before: Snapshot
+    after: Snapshot
+
+
 def _replay(user_id: int, card_id: str, key: str, session: Session) -> Rated | None:
-    found = session.scalar(_REPLAY, {"user_id": user_id, "key": key})
+    found = session.execute(_REPLAY, {"user_id": user_id, "key": key}).first()
     if found is None:
         return None
     if found.card_id != card_id:
@@ -151,53 +207,87 @@ def _replay(user_id: int, card_id: str, key: str, session: Session) -> Rated | N
     return Rated(found.card_id, found.deck_id, Snapshot.from_dict(found.after), found.id)
 
 
-def rate(
+def plan_rating(
     user_id: int, card_id: str, raw: int, *, session: Session, now: datetime, duration_ms: int | None = None,
     review_key: str | None = None, expected_version: int | None = None, fuzz: bool = True,
-) -> Rated:  # fmt: skip
-    """Record a 1-5 rating of a card and reschedule it with FSRS.
+) -> Rated | RatingPlan:  # fmt: skip
+    """Check a 1-5 rating and reschedule the card with FSRS, reading only (a reader session will do).
 
-    The same ``review_key`` twice records one review (the second call returns the
-    first's result). A stale ``expected_version``, or a rating that races another
-    one of the same card, raises Conflict and records nothing.
+    Returns the first result when ``review_key`` was already recorded, else the plan for
+    ``apply_rating``. A stale ``expected_version`` raises Conflict.
     """
     if raw not in range(1, 6):
         raise InvalidInput(f"Rating must be 1 to 5, got {raw}.", field="rating")
     if review_key is not None and (done := _replay(user_id, card_id, review_key, session)):
         return done
-    deck_id = _live_deck_of(card_id, session)
-    state = _state(user_id, card_id, session)
-    version = state.version if state else 0
+    found = session.execute(_CONTEXT, {"user_id": user_id, "card_id": card_id}).first()
+    if found is None:
+        raise NotFound(f"No card '{card_id}'.")
+    deck_id, state_id, version, suspended, *columns = found
+    version = version or 0
     if expected_version is not None and expected_version != version:
         raise Conflict(REFRESH)
-    if state is not None and state.suspended:
+    if suspended:
         raise Conflict("This card is suspended; unsuspend it in the browser to study it again.")
-    prefs = get_prefs(user_id, session=session)
-    before = snapshot_of(state)
-    after = review(before, raw, now, scheduler(prefs, fuzz=fuzz), duration_ms)
+    before = Snapshot() if state_id is None else Snapshot(*columns)
+    after = review(before, raw, now, scheduler(get_prefs(user_id, session=session), fuzz=fuzz), duration_ms)
+    return RatingPlan(user_id, card_id, deck_id, raw, review_key, duration_ms, now, state_id, version, before, after)
+
+
+def apply_rating(plan: RatingPlan, *, session: Session) -> Rated:
+    """Write a planned rating: one review row and the card's new state, or nothing.
+
+    The review goes in first: its unique constraints (one review per card and state version,
+    one per ``review_key``) let one of two racing ratings in, and the state is then changed
+    only if it is still the version planned against. A rating that loses either race raises
+    Conflict with nothing written, unless it is a replay of a recorded ``review_key``, which
+    returns the first result.
+    """
+    before, after, now = plan.before, plan.after, plan.now
+    entry = dialect_insert(session, Review).values(
+        user_id=plan.user_id, card_id=plan.card_id, deck_id=plan.deck_id, review_key=plan.review_key,
+        raw_rating=plan.raw, rating=int(map_rating(plan.raw)), reviewed_at=now, duration_ms=plan.duration_ms,
+        state_before=before.state, version_before=plan.version, before=before.to_dict(), after=after.to_dict(),
+    )  # fmt: skip
+    review_id = session.scalar(entry.on_conflict_do_nothing().returning(Review.id))
+    if review_id is None:
+        if plan.review_key is not None and (done := _replay(plan.user_id, plan.card_id, plan.review_key, session)):
+            return done
+        raise Conflict(REFRESH)
     values: dict[str, Any] = {
         "state": after.state, "step": after.step, "stability": after.stability, "difficulty": after.difficulty,
-        "due": after.due, "last_review": after.last_review, "buried_until": None, "version": version + 1,
+        "due": after.due, "last_review": after.last_review, "buried_until": None, "version": plan.version + 1,
         "updated_at": now,
     }  # fmt: skip
-    entry = Review(
-        user_id=user_id, card_id=card_id, deck_id=deck_id, review_key=review_key, raw_rating=raw,
-        rating=int(map_rating(raw)), reviewed_at=now, duration_ms=duration_ms,
-        state_before=before.state, version_before=version, before=before.to_dict(), after=after.to_dict(),
-    )  # fmt: skip
-    try:
-        with session.begin_nested():
-            if state is None:
-                session.add(CardState(user_id=user_id, card_id=card_id, deck_id=deck_id, **values))
-            else:
-                _compare_and_set(state, version, values, session)
-            session.add(entry)
-            session.flush()
-    except IntegrityError:
-        if review_key is not None and (done := _replay(user_id, card_id, review_key, session)):
-            return done
-        raise Conflict(REFRESH) from None
-    return Rated(card_id, deck_id, after, entry.id)
+    if plan.state_id is None:
+        first = dialect_insert(session, CardState).values(user_id=plan.user_id, card_id=plan.card_id,
+                                                          deck_id=plan.deck_id, **values)  # fmt: skip
+        written = session.scalar(first.on_conflict_do_nothing().returning(CardState.id)) is not None
+    else:
+        moved = update(CardState).where(CardState.id == plan.state_id, CardState.version == plan.version)
+        written = session.execute(moved.values(**values)).rowcount == 1  # type: ignore[attr-defined]
+    if not written:
+        # The state moved on (an undo, a bury) after the plan read it. The review row is this
+        # transaction's own and was never seen by anyone: take it back, so the caller can go on.
+        session.execute(delete(Review).where(Review.id == review_id))
+        raise Conflict(REFRESH)
+    return Rated(plan.card_id, plan.deck_id, after, review_id)
+
+
+def rate(
+    user_id: int, card_id: str, raw: int, *, session: Session, now: datetime, duration_ms: int | None = None,
+    review_key: str | None = None, expected_version: int | None = None, fuzz: bool = True,
+) -> Rated:  # fmt: skip
+    """Record a 1-5 rating of a card and reschedule it with FSRS, in one session.
+
+    The same ``review_key`` twice records one review (the second call returns the
+    first's result). A stale ``expected_version``, or a rating that races another
+    one of the same card, raises Conflict and records nothing. Busy callers plan on a
+    reader and apply in a short write transaction instead (``plan_rating``, ``apply_rating``).
+    """
+    planned = plan_rating(user_id, card_id, raw, session=session, now=now, duration_ms=duration_ms,
+                          review_key=review_key, expected_version=expected_version, fuzz=fuzz)  # fmt: skip
+    return planned if isinstance(planned, Rated) else apply_rating(planned, session=session)
 
 
 def _compare_and_set(state: CardState, version: int, values: dict[str, Any], session: Session) -> None:
@@ -267,6 +357,7 @@ def cards_due(user_id: int, *, session: Session, now: datetime) -> int:
     since = day_start(now, prefs.time_zone)
     total = 0
     for deck_id in session.scalars(select(Deck.id).where(Deck.retired_at.is_(None))):
-        items = [i for i, _ in deck_items(user_id, deck_id, session=session)]
-        total += q.build(items, done_today(user_id, deck_id, since, session=session), prefs, now).counts.total
+        done = done_today(user_id, deck_id, since, session=session)
+        items = [i for i, _ in due_items(user_id, deck_id, session=session, now=now, prefs=prefs, done=done)]
+        total += q.build(items, done, prefs, now).counts.total
     return total

@@ -13,11 +13,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import CursorResult, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
 from app.content.records import Question, Quiz
+from app.db import dialect_insert
 from app.errors import Conflict, InvalidInput, NotFound
 from app.quizzes import scoring
 from app.quizzes.models import QuizAnswer, QuizAttempt
@@ -154,8 +154,9 @@ def save_answer(
             f"'{choice}' is not an option of question '{question_id}'; choose one of {', '.join(keys)}.",
             field="choice",
         )
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    stmt = insert(QuizAnswer).values(attempt_id=attempt_id, question_id=question_id, choice=choice, answered_at=now)
+    stmt = dialect_insert(session, QuizAnswer).values(
+        attempt_id=attempt_id, question_id=question_id, choice=choice, answered_at=now
+    )
     session.execute(
         stmt.on_conflict_do_update(
             index_elements=["attempt_id", "question_id"], set_={"choice": choice, "answered_at": now}

@@ -93,26 +93,38 @@ def test_stale_version_is_refused_and_nothing_recorded(session: Session) -> None
     assert len(log(session, user.id)) == 1
 
 
-def test_racing_ratings_one_recorded_other_conflict(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two requests read the same state; the second to write loses (version check / unique constraints)."""
+def test_racing_ratings_one_recorded_other_conflict(session: Session) -> None:
+    """Two requests plan against the same state; the second to write loses and writes nothing."""
     user = make_user(session, "ada")
-    study.rate(user.id, "mdt-003", 4, session=session, now=NOW, fuzz=False)  # the winner of a first rating
-    real_state = study._state
-    monkeypatch.setattr(study, "_state", lambda *a: None)  # the loser read before the winner wrote
-    with pytest.raises(Conflict, match="another tab"):
-        study.rate(user.id, "mdt-003", 3, session=session, now=NOW, fuzz=False)
 
-    monkeypatch.undo()
-    study.rate(user.id, "mdt-003", 4, session=session, now=NOW + timedelta(minutes=10), fuzz=False)
-    real = real_state(user.id, "mdt-003", session)
-    assert real is not None and real.version == 2
-    stale = CardState(**{c.key: getattr(real, c.key) for c in CardState.__table__.columns})
-    stale.version = 1  # what the loser read: the state before the winner's rating
-    monkeypatch.setattr(study, "_state", lambda *a: stale)
+    def plan(raw: int, at: datetime) -> study.RatingPlan:
+        planned = study.plan_rating(user.id, "mdt-003", raw, session=session, now=at, fuzz=False)
+        assert isinstance(planned, study.RatingPlan)
+        return planned
+
+    # A new card: both plans would create the state row; the second loses on the review's
+    # unique (user, card, version) constraint.
+    winner, loser = plan(4, NOW), plan(3, NOW)
+    study.apply_rating(winner, session=session)
     with pytest.raises(Conflict, match="another tab"):
-        study.rate(user.id, "mdt-003", 3, session=session, now=NOW + timedelta(minutes=11), fuzz=False)
-    monkeypatch.undo()
+        study.apply_rating(loser, session=session)
+
+    # A card with a state row: the same, through the version check.
+    later = NOW + timedelta(minutes=10)
+    winner, loser = plan(4, later), plan(3, later)
+    study.apply_rating(winner, session=session)
+    with pytest.raises(Conflict, match="another tab"):
+        study.apply_rating(loser, session=session)
+
+    # A change that writes no review (bury) between the plan and the write: the review row
+    # goes in, the state's version check fails, and the row is taken back.
+    stale = plan(3, later + timedelta(minutes=1))
+    study.bury(user.id, "mdt-003", session=session, now=later)
+    with pytest.raises(Conflict, match="another tab"):
+        study.apply_rating(stale, session=session)
     assert [e.version_before for e in log(session, user.id)] == [0, 1]
+    state = study.card_status(user.id, "mdt-003", session=session)[1]
+    assert state is not None and state.version == 3 and state.buried_until is not None
 
 
 def test_bad_input(session: Session) -> None:

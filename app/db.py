@@ -172,11 +172,11 @@ def _refuse_flushes(session: Session, _context: Any, _instances: Any) -> None:
         raise ReadOnlySession("a flush of changed objects through a read-only session")
 
 
-def dialect_insert(session: Session, model: Any) -> Any:
-    """``INSERT`` for the session's backend, with ``ON CONFLICT`` clauses (SQLite and PostgreSQL)."""
+def insert_for(session: Session) -> Any:
+    """``insert`` for the session's backend, the one with ``ON CONFLICT`` clauses (SQLite or PostgreSQL)."""
     from sqlalchemy.dialects import postgresql, sqlite
 
-    return (postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert)(model)
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
 
 
 @contextmanager

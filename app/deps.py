@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
@@ -128,17 +129,18 @@ def api_user(
 
 
 class ApiCall:
-    """A bearer-token request whose database work runs in units of one thread hop each.
+    """A bearer-token request whose database work runs in units, each in one session and one hop.
 
-    ``await call.run(work, *args)`` runs ``work(user, session, *args)`` with the token's user,
-    in one session on one worker thread, and commits: GET and HEAD on a reader, other
-    methods on a writer. Routes that take ``ApiUser`` and ``SessionDep`` pay three hops for
-    the same work (the token, the route, the commit), and on SQLite a writer holds the
-    write lock across all three while the event loop serves other requests in between.
+    ``await call.run(work, *args)`` runs ``work(user, session, *args)`` with the token's user
+    and commits: GET and HEAD on a reader, other methods on a writer. Routes that take
+    ``ApiUser`` and ``SessionDep`` pay three thread hops for the same work (the token, the
+    route, the commit), and on SQLite a writer holds the write lock across all three while
+    the event loop serves other requests in between.
 
-    A write that must first read (rating a card) can split in two: ``read`` works it out on
-    a reader, then ``write`` writes it on a writer, so that on SQLite, where writers take
-    turns, a turn lasts only as long as the writes. The token is looked up once per request.
+    A write that must first read (rating a card) splits in two: ``read`` (or ``quick_read``)
+    works it out on a reader, then ``write`` writes it, so that a write is only its writes.
+    On SQLite, write units queue for one writer thread of their own. The token is looked up
+    once per request, in its first unit.
     """
 
     def __init__(self, request: Request, token: str) -> None:
@@ -152,17 +154,39 @@ class ApiCall:
     async def read(self, work: Callable[Concatenate[Principal, Session, P], T], *args: P.args, **kw: P.kwargs) -> T:
         return await self._unit(False, work, *args, **kw)
 
+    async def quick_read(
+        self, work: Callable[Concatenate[Principal, Session, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """``read`` for a few indexed queries (the next card): on SQLite, on the event loop itself.
+
+        A SQLite read is CPU work that never waits for a lock (WAL mode) and takes a fraction
+        of a millisecond here; a worker thread adds a hop each way and a fight over the
+        interpreter lock with the event loop, and buys no parallelism, so on the hot routes
+        it cost more than the read. Anything longer, and every read on PostgreSQL, which
+        waits on the network, goes to a thread.
+        """
+        if not self.request.app.state.inline_reads:
+            return await self._unit(False, work, *args, **kw)
+        return self._in_thread(self.request.app.state.readers, work, args, kw)
+
     async def write(self, work: Callable[Concatenate[Principal, Session, P], T], *args: P.args, **kw: P.kwargs) -> T:
         return await self._unit(True, work, *args, **kw)
 
     async def _unit(self, writes: bool, work: Callable[..., T], *args: Any, **kw: Any) -> T:
         state = self.request.app.state
         factory: sessionmaker[Session] = state.sessionmaker if writes else state.readers
-        async with _turn(self.request, writes):
-            # Shielded: once the work has started, the turn is held until it has committed or
-            # rolled back, even if the client goes away.
-            with anyio.CancelScope(shield=True):
+        writer: ThreadPoolExecutor | None = state.writer_thread if writes else None
+        # Shielded: once the work has started, it runs to its commit or rollback even if the
+        # client goes away.
+        with anyio.CancelScope(shield=True):
+            if writer is None:
                 done = await run_in_threadpool(self._in_thread, factory, work, args, kw)
+            else:
+                # SQLite: write units queue for the writer's own thread, which runs them one after
+                # another. The next starts as soon as the last has committed, without waiting for
+                # the event loop to come round, and none of them holds a thread of the pool.
+                loop = asyncio.get_running_loop()
+                done = await loop.run_in_executor(writer, self._in_thread, factory, work, args, kw)
         return done
 
     def _in_thread(self, factory: sessionmaker[Session], work: Callable[..., T], args: Any, kw: Any) -> T:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -49,6 +50,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # Keep serving what is already loaded; the problems are for the author.
                 log.error("content not synced, still serving the last good content:\n%s", exc)
         yield
+        if app.state.writer_thread is not None:
+            app.state.writer_thread.shutdown()
         engine.dispose()
 
     app = FastAPI(title="Ringlab", version="0.1.0", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
@@ -56,7 +59,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.readers = make_sessionmaker(engine, read_only=True)
-    app.state.write_turns = asyncio.Lock() if engine.dialect.name == "sqlite" else None
+    sqlite = engine.dialect.name == "sqlite"
+    app.state.write_turns = asyncio.Lock() if sqlite else None
+    app.state.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="sqlite-writer") if sqlite else None
+    app.state.inline_reads = sqlite  # see ApiCall.quick_read
     app.state.limits = AuthLimits.from_settings(settings)
     # Added last runs first: headers wrap everything, then CSRF and body size, then who is asking.
     app.add_middleware(AuthMiddleware)

@@ -55,3 +55,18 @@ def test_app_start_syncs_content_and_survives_a_broken_tree(tmp_path: Path) -> N
     good = Settings(data_dir=tmp_path)
     with TestClient(create_app(good)) as client:
         assert client.get("/healthz").status_code == 200
+
+
+def test_web_threads_are_sized_for_the_database(tmp_path: Path) -> None:
+    """Few threads on SQLite (CPU work under one interpreter lock), many on PostgreSQL (network waits)."""
+    import anyio.to_thread
+
+    assert Settings(data_dir=tmp_path).thread_count == 4
+    assert Settings(database_url="postgresql://db/ringlab").thread_count == 40
+    assert Settings(data_dir=tmp_path, web_threads=7).thread_count == 7
+    settings = Settings(data_dir=tmp_path, sync_content_on_start=False, web_threads=3)
+    upgrade(settings.sqlalchemy_url)
+    with TestClient(create_app(settings)) as client:
+        assert client.portal is not None
+        tokens = client.portal.call(lambda: anyio.to_thread.current_default_thread_limiter().total_tokens)
+    assert tokens == 3

@@ -12,9 +12,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import cast
 
 from pwdlib import PasswordHash
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import Table, bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from app.accounts.models import ApiToken, AuthSession, Role, User
@@ -123,11 +124,12 @@ def issue_api_token(user: User, *, session: Session, now: datetime, ttl: timedel
     return Issued(token, now + ttl)
 
 
-# Built once: it runs on every API request.
+# Built once, on the tables: it runs on every API request.
+_USERS, _TOKENS = cast(Table, User.__table__), cast(Table, ApiToken.__table__)
 _TOKEN_USER = (
-    select(User.id, User.username, User.role)
-    .join(ApiToken, ApiToken.user_id == User.id)
-    .where(ApiToken.id == bindparam("digest"), ApiToken.expires_at > bindparam("now"))
+    select(_USERS.c.id, _USERS.c.username, _USERS.c.role)
+    .select_from(_USERS.join(_TOKENS, _TOKENS.c.user_id == _USERS.c.id))
+    .where(_TOKENS.c.id == bindparam("digest"), _TOKENS.c.expires_at > bindparam("now"))
 )
 
 

@@ -105,7 +105,7 @@ async def decks(api: Api) -> list[DeckOut]:
 
 @router.get("/decks/{deck_id}/queue")
 async def queue(deck_id: str, api: Api) -> dict[str, Any]:
-    return await api.run(_queue, deck_id)
+    return await api.quick_read(_queue, deck_id)
 
 
 @router.get("/cards/{card_id}")
@@ -116,7 +116,7 @@ async def card(card_id: str, api: Api) -> dict[str, Any]:
 @router.post("/reviews", response_model=ReviewOut)
 async def rate(body: ReviewIn, request: Request, api: Api) -> ReviewOut:
     # Worked out on a reader, then written in a short write transaction (see ApiCall).
-    planned = await api.read(_plan, body, fuzzing(request))
+    planned = await api.quick_read(_plan, body, fuzzing(request))
     done = planned if isinstance(planned, study.Rated) else await api.write(_apply, planned)
     return ReviewOut(card_id=done.card_id, state=done.snap.state_name, due=done.snap.due,
                      interval_days=done.snap.interval_days)  # fmt: skip

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
@@ -15,16 +17,22 @@ from app.flashcards.scheduling import Prefs
 RETENTION_RANGE = (0.70, 0.97)
 
 
+_SETTINGS = cast(Table, StudySettings.__table__)
+# Built once, on the table: this runs for every card shown and rated.
+_PREFS = select(
+    _SETTINGS.c.desired_retention, _SETTINGS.c.learning_steps, _SETTINGS.c.relearning_steps,
+    _SETTINGS.c.new_per_day, _SETTINGS.c.reviews_per_day, _SETTINGS.c.time_zone,
+).where(_SETTINGS.c.user_id == bindparam("user_id"))  # fmt: skip
+
+
 def get_prefs(user_id: int, *, session: Session) -> Prefs:
     """The student's settings, or the defaults when they never saved any."""
-    row = session.get(StudySettings, user_id)
+    row = session.execute(_PREFS, {"user_id": user_id}).first()
     if row is None:
         return Prefs()
-    return Prefs(
-        desired_retention=row.desired_retention, learning_steps=tuple(row.learning_steps),
-        relearning_steps=tuple(row.relearning_steps), new_per_day=row.new_per_day,
-        reviews_per_day=row.reviews_per_day, time_zone=row.time_zone,
-    )  # fmt: skip
+    retention, learning, relearning, new, reviews, zone = row
+    return Prefs(desired_retention=retention, learning_steps=tuple(learning), relearning_steps=tuple(relearning),
+                 new_per_day=new, reviews_per_day=reviews, time_zone=zone)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
-from sqlalchemy import and_, bindparam, delete, func, or_, select, union_all, update
+from sqlalchemy import Table, and_, bindparam, delete, func, or_, select, union_all, update
 from sqlalchemy.orm import Session
 
 from app.content.records import Card, Deck
-from app.db import dialect_insert
+from app.db import insert_for
 from app.errors import Conflict, InvalidInput, NotFound
 from app.flashcards import queue as q
 from app.flashcards.models import LEARNING, NEW, RELEARNING, REVIEW, CardState, Review
@@ -42,52 +43,73 @@ def snapshot_of(state: CardState | None) -> Snapshot:
     return Snapshot(state.state, state.step, state.stability, state.difficulty, state.due, state.last_review)
 
 
-# The queries run for every card shown or rated are built once, with bound parameters: building a
-# statement costs more than running it on SQLite.
-_STATE = select(CardState).where(CardState.user_id == bindparam("user_id"), CardState.card_id == bindparam("card_id"))
+# The queries run for every card shown or rated are built once, with bound parameters, on the
+# tables rather than the ORM classes: building a statement costs more than running it on
+# SQLite, and the ORM's layer over a plain query about as much again.
+_CARDS, _STATES, _REVIEWS = cast(Table, Card.__table__), cast(Table, CardState.__table__), cast(Table, Review.__table__)
+cards, states, reviews = _CARDS.c, _STATES.c, _REVIEWS.c
+# Ratings write the state with plain statements, which leave the session's copy alone: always reload it.
+_STATE = (
+    select(CardState)
+    .where(CardState.user_id == bindparam("user_id"), CardState.card_id == bindparam("card_id"))
+    .execution_options(populate_existing=True)
+)
 _ITEMS = (
-    select(Card.id, Card.position, CardState.state, CardState.step, CardState.stability, CardState.difficulty)
-    .add_columns(CardState.due, CardState.last_review, CardState.suspended, CardState.buried_until, CardState.version)
-    .outerjoin(CardState, and_(CardState.card_id == Card.id, CardState.user_id == bindparam("user_id")))
-    .where(Card.deck_id == bindparam("deck_id"), Card.retired_at.is_(None))
+    select(cards.id, cards.position, states.state, states.step, states.stability, states.difficulty)
+    .add_columns(states.due, states.last_review, states.suspended, states.buried_until, states.version)
+    .select_from(_CARDS.outerjoin(_STATES, and_(states.card_id == cards.id, states.user_id == bindparam("user_id"))))
+    .where(cards.deck_id == bindparam("deck_id"), cards.retired_at.is_(None))
 )
 # The rows the queue can use today, filtered by the database: a student's deck is mostly
 # reviews that are not due, and a new student's mostly new cards past the day's limit.
 # queue.build applies the same rules again to what is left, so this only saves work.
 _AVAILABLE = and_(
-    CardState.suspended.is_not(True),
-    or_(CardState.buried_until.is_(None), CardState.buried_until <= bindparam("now")),
+    states.suspended.is_not(True),
+    or_(states.buried_until.is_(None), states.buried_until <= bindparam("now")),
 )
 _SEEN_TODAY = _ITEMS.where(
     _AVAILABLE,
     or_(
-        CardState.state.in_((LEARNING, RELEARNING)),
-        and_(CardState.state == REVIEW, CardState.due < bindparam("day_end")),
+        states.state.in_((LEARNING, RELEARNING)),
+        and_(states.state == REVIEW, states.due < bindparam("day_end")),
     ),
 )
 _FIRST_NEW = (
-    _ITEMS.where(_AVAILABLE, or_(CardState.state.is_(None), CardState.state == NEW))
-    .order_by(Card.position)
+    _ITEMS.where(_AVAILABLE, or_(states.state.is_(None), states.state == NEW))
+    .order_by(cards.position)
     .limit(bindparam("new_left"))
     .subquery()
 )
 _DUE_ITEMS = union_all(_SEEN_TODAY, select(_FIRST_NEW))
 _DONE = (
-    select(Review.state_before, func.count())
-    .where(Review.user_id == bindparam("user_id"), Review.reviewed_at >= bindparam("since"), Review.undone_at.is_(None))
-    .group_by(Review.state_before)
+    select(reviews.state_before, func.count())
+    .where(
+        reviews.user_id == bindparam("user_id"), reviews.reviewed_at >= bindparam("since"), reviews.undone_at.is_(None)
+    )
+    .group_by(reviews.state_before)
 )
-_DONE_IN_DECK = _DONE.where(Review.deck_id == bindparam("deck_id"))
-_REPLAY = select(Review.id, Review.card_id, Review.deck_id, Review.after).where(
-    Review.user_id == bindparam("user_id"), Review.review_key == bindparam("key")
+_DONE_IN_DECK = _DONE.where(reviews.deck_id == bindparam("deck_id"))
+_REPLAY = select(reviews.id, reviews.card_id, reviews.deck_id, reviews.after).where(
+    reviews.user_id == bindparam("user_id"), reviews.review_key == bindparam("key")
 )
 # What a rating reads: the card's deck and the student's state of it (none for a new card).
 _CONTEXT = (
-    select(Card.deck_id, CardState.id, CardState.version, CardState.suspended, CardState.state, CardState.step)
-    .add_columns(CardState.stability, CardState.difficulty, CardState.due, CardState.last_review)
-    .outerjoin(CardState, and_(CardState.card_id == Card.id, CardState.user_id == bindparam("user_id")))
-    .where(Card.id == bindparam("card_id"), Card.retired_at.is_(None))
+    select(cards.deck_id, states.id, states.version, states.suspended, states.state, states.step)
+    .add_columns(states.stability, states.difficulty, states.due, states.last_review)
+    .select_from(_CARDS.outerjoin(_STATES, and_(states.card_id == cards.id, states.user_id == bindparam("user_id"))))
+    .where(cards.id == bindparam("card_id"), cards.retired_at.is_(None))
 )
+_MOVE_STATE = update(_STATES).where(states.id == bindparam("state_id"), states.version == bindparam("planned"))
+_TAKE_BACK = delete(_REVIEWS).where(reviews.id == bindparam("review_id"))
+
+
+@cache
+def _rating_inserts(insert: Any) -> tuple[Any, Any]:
+    """A rating's review row and first state row: each inserts nothing on a unique conflict."""
+    return (
+        insert(_REVIEWS).on_conflict_do_nothing().returning(reviews.id),
+        insert(_STATES).on_conflict_do_nothing().returning(states.id),
+    )
 
 
 def _live_card(card_id: str, session: Session) -> Card:
@@ -244,12 +266,14 @@ def apply_rating(plan: RatingPlan, *, session: Session) -> Rated:
     returns the first result.
     """
     before, after, now = plan.before, plan.after, plan.now
-    entry = dialect_insert(session, Review).values(
-        user_id=plan.user_id, card_id=plan.card_id, deck_id=plan.deck_id, review_key=plan.review_key,
-        raw_rating=plan.raw, rating=int(map_rating(plan.raw)), reviewed_at=now, duration_ms=plan.duration_ms,
-        state_before=before.state, version_before=plan.version, before=before.to_dict(), after=after.to_dict(),
-    )  # fmt: skip
-    review_id = session.scalar(entry.on_conflict_do_nothing().returning(Review.id))
+    add_review, add_state = _rating_inserts(insert_for(session))
+    entry = {
+        "user_id": plan.user_id, "card_id": plan.card_id, "deck_id": plan.deck_id, "review_key": plan.review_key,
+        "raw_rating": plan.raw, "rating": int(map_rating(plan.raw)), "reviewed_at": now,
+        "duration_ms": plan.duration_ms, "state_before": before.state, "version_before": plan.version,
+        "before": before.to_dict(), "after": after.to_dict(), "undone_at": None,
+    }  # fmt: skip
+    review_id = session.scalar(add_review, entry)
     if review_id is None:
         if plan.review_key is not None and (done := _replay(plan.user_id, plan.card_id, plan.review_key, session)):
             return done
@@ -260,16 +284,15 @@ def apply_rating(plan: RatingPlan, *, session: Session) -> Rated:
         "updated_at": now,
     }  # fmt: skip
     if plan.state_id is None:
-        first = dialect_insert(session, CardState).values(user_id=plan.user_id, card_id=plan.card_id,
-                                                          deck_id=plan.deck_id, **values)  # fmt: skip
-        written = session.scalar(first.on_conflict_do_nothing().returning(CardState.id)) is not None
+        first = {"user_id": plan.user_id, "card_id": plan.card_id, "deck_id": plan.deck_id, "suspended": False}
+        written = session.scalar(add_state, first | values) is not None
     else:
-        moved = update(CardState).where(CardState.id == plan.state_id, CardState.version == plan.version)
-        written = session.execute(moved.values(**values)).rowcount == 1  # type: ignore[attr-defined]
+        moved = session.execute(_MOVE_STATE, {"state_id": plan.state_id, "planned": plan.version} | values)
+        written = moved.rowcount == 1  # type: ignore[attr-defined]
     if not written:
         # The state moved on (an undo, a bury) after the plan read it. The review row is this
         # transaction's own and was never seen by anyone: take it back, so the caller can go on.
-        session.execute(delete(Review).where(Review.id == review_id))
+        session.execute(_TAKE_BACK, {"review_id": review_id})
         raise Conflict(REFRESH)
     return Rated(plan.card_id, plan.deck_id, after, review_id)
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.accounts.models import User
 from app.content.records import Question, Quiz
-from app.db import dialect_insert
+from app.db import insert_for
 from app.errors import Conflict, InvalidInput, NotFound
 from app.quizzes import scoring
 from app.quizzes.models import QuizAnswer, QuizAttempt
@@ -154,7 +154,7 @@ def save_answer(
             f"'{choice}' is not an option of question '{question_id}'; choose one of {', '.join(keys)}.",
             field="choice",
         )
-    stmt = dialect_insert(session, QuizAnswer).values(
+    stmt = insert_for(session)(QuizAnswer).values(
         attempt_id=attempt_id, question_id=question_id, choice=choice, answered_at=now
     )
     session.execute(

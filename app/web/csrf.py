@@ -42,8 +42,8 @@ class CSRFMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        cookie = SimpleCookie(headers.get("cookie", ""))
-        existing = cookie[COOKIE].value if COOKIE in cookie else None
+        exempt = scope["path"].startswith(self.exempt_prefixes)
+        existing = None if exempt else _cookie(headers.get("cookie", ""))
         token = existing if existing and len(existing) >= 32 else secrets.token_urlsafe(32)
         scope.setdefault("state", {})["csrf_token"] = token
 
@@ -57,9 +57,7 @@ class CSRFMiddleware:
             await _refuse(scope, receive, send, 413, "The request is too large.")
             return
 
-        method = scope["method"]
-        path = scope["path"]
-        if method not in SAFE_METHODS and not path.startswith(self.exempt_prefixes):
+        if scope["method"] not in SAFE_METHODS and not exempt:
             sent = headers.get(HEADER) or await _form_token(scope, body)
             if not existing or not sent or not secrets.compare_digest(sent, existing):
                 await _refuse(scope, receive, send, 403, "Missing or wrong CSRF token. Reload the page and try again.")
@@ -74,6 +72,10 @@ class CSRFMiddleware:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
+        if exempt:  # bearer-token clients keep no cookie: none is set
+            await self.app(scope, replay, send)
+            return
+
         async def send_with_cookie(message: Message) -> None:
             if message["type"] == "http.response.start" and existing != token:
                 secure = "; Secure" if scope.get("scheme") == "https" else ""
@@ -82,6 +84,11 @@ class CSRFMiddleware:
             await send(message)
 
         await self.app(scope, replay, send_with_cookie)
+
+
+def _cookie(header: str) -> str | None:
+    jar = SimpleCookie(header)
+    return jar[COOKIE].value if COOKIE in jar else None
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:

@@ -103,6 +103,16 @@ def test_missing_or_wrong_csrf_token_is_403_and_changes_nothing(
     assert session.scalars(select(User).where(User.username_key == "csrf-victim")).first() is None
 
 
+def test_api_requests_need_no_csrf_token_and_get_no_cookie(client: TestClient, session: Session) -> None:
+    """Bearer-token clients are exempt: no token is asked for and no CSRF cookie is set on them."""
+    make_user(session, "api-user")
+    body = {"username": "api-user", "password": PASSWORD}
+    response = client.post("/api/v1/auth/token", json=body)
+    assert response.status_code == 200, response.text
+    assert "set-cookie" not in response.headers
+    assert "set-cookie" in client.get("/signin").headers  # pages do set it
+
+
 def test_htmx_requests_carry_the_token_in_a_header(client: TestClient, session: Session) -> None:
     make_user(session, "hx-user")
     sign_in(client, "hx-user")

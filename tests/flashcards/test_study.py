@@ -193,3 +193,35 @@ def test_students_do_not_share_state(session: Session) -> None:
     assert study.study_view(bob.id, DECK, session=session, now=NOW).counts.new == 20
     assert study.study_view(ada.id, DECK, session=session, now=NOW).counts.new == 19
     assert study.snapshot_of(None).state == NEW and REVIEW == 2
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York"])
+def test_due_items_give_the_queue_the_same_answer_as_the_whole_deck(session: Session, zone: str) -> None:
+    """The database's pre-filter (due_items) must never change what queue.build decides."""
+    from app.flashcards import queue as q
+
+    user = make_user(session, "ada")
+    prefs = Prefs(new_per_day=6, reviews_per_day=3, time_zone=zone)
+    preferences.save(user.id, prefs, session=session)
+    # A history with every kind of card: reviews due on different days, learning and
+    # relearning cards, a suspended card, a buried one, and new cards past the day's limit.
+    for i, raw in enumerate((5, 5, 4, 4, 3, 1, 5, 2)):
+        study.rate(user.id, f"mdt-{i + 1:03d}", raw, session=session, now=NOW + timedelta(days=i % 3), fuzz=False)
+    study.rate(user.id, "mdt-001", 1, session=session, now=NOW + timedelta(days=5), fuzz=False)  # relearning
+    study.set_suspended(user.id, "mdt-002", True, session=session, now=NOW)
+    study.bury(user.id, "mdt-009", session=session, now=NOW + timedelta(days=5))
+    study.set_suspended(user.id, "mdt-010", True, session=session, now=NOW)  # new cards, kept out
+    study.bury(user.id, "mdt-011", session=session, now=NOW + timedelta(days=5))
+    dues = session.scalars(select(CardState.due).where(CardState.user_id == user.id, CardState.state == REVIEW))
+    # An hour before each review falls due: due later today, not yet now.
+    moments = [NOW, NOW + timedelta(days=5, minutes=5), *(due - timedelta(hours=1) for due in dues if due)]
+    for now in moments:
+        offset = now - NOW
+        done = study.done_today(user.id, DECK, study.day_start(now, zone), session=session)
+        whole = [i for i, _ in study.deck_items(user.id, DECK, session=session)]
+        due = [i for i, _ in study.due_items(user.id, DECK, session=session, now=now, prefs=prefs, done=done)]
+        assert len(due) < len(whole)
+        assert q.build(due, done, prefs, now) == q.build(whole, done, prefs, now), offset
+        assert q.waiting_learning(due, prefs, now) == q.waiting_learning(whole, prefs, now), offset
+        fresh = sorted(i.position for i in whole if i.snap.state == NEW and i.available(now))
+        assert sorted(i.position for i in due if i.snap.state == NEW) == fresh[: max(0, prefs.new_per_day - done.new)]

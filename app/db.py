@@ -78,11 +78,16 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 READ_ONLY = "ringlab_read_only"
+NOWAIT = "ringlab_nowait"  # a SQLite writer that raises WriterBusy rather than wait for the lock
 _WRITER_FD = "ringlab_writer_fd"
 
 
 class ReadOnlySession(RuntimeError):
     """A write through a reader session: the route should ask for a writer (WriteSessionDep)."""
+
+
+class WriterBusy(TimeoutError):
+    """Another connection holds the SQLite write lock, and this writer would not (or could no longer) wait."""
 
 
 def _take_file_lock(path: str, timeout: float) -> int:
@@ -96,7 +101,7 @@ def _take_file_lock(path: str, timeout: float) -> int:
         except BlockingIOError:
             if time.monotonic() > deadline:
                 os.close(fd)
-                raise TimeoutError("the database stayed busy; try again in a moment") from None
+                raise WriterBusy("the database stayed busy; try again in a moment") from None
             time.sleep(pause)
             pause = min(pause * 2, 0.002)
 
@@ -114,7 +119,8 @@ def _sqlite_begin_for(lock_path: str | None, timeout: float) -> Any:
         # 10... ms between tries. The file lock is held until the connection goes back to the pool.
         info = conn.connection.info
         if lock_path is not None and _WRITER_FD not in info:
-            info[_WRITER_FD] = _take_file_lock(lock_path, timeout)
+            wait = 0.0 if conn.get_execution_options().get(NOWAIT) else timeout
+            info[_WRITER_FD] = _take_file_lock(lock_path, wait)
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return begin

@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.accounts import service as accounts
 from app.config import Settings
-from app.db import session_scope, utcnow
+from app.db import NOWAIT, WriterBusy, session_scope, utcnow
 from app.errors import Forbidden, SignInRequired, Unauthorized
 from app.web.auth import Principal
 
@@ -176,21 +176,33 @@ class ApiCall:
         state = self.request.app.state
         factory: sessionmaker[Session] = state.sessionmaker if writes else state.readers
         writer: ThreadPoolExecutor | None = state.writer_thread if writes else None
+        if writer is not None:
+            # SQLite: a write unit is a few statements and a commit that does not sync to disk (WAL),
+            # a fraction of a millisecond of CPU, so it runs on the event loop when the write lock
+            # is free: handing it to a thread costs more in hops and in the fight over the
+            # interpreter lock than the write itself.
+            try:
+                return self._in_thread(factory, work, args, kw, {NOWAIT: True})
+            except WriterBusy:
+                pass  # another process is writing: wait for it on the writer's own thread
         # Shielded: once the work has started, it runs to its commit or rollback even if the
         # client goes away.
         with anyio.CancelScope(shield=True):
             if writer is None:
                 done = await run_in_threadpool(self._in_thread, factory, work, args, kw)
             else:
-                # SQLite: write units queue for the writer's own thread, which runs them one after
-                # another. The next starts as soon as the last has committed, without waiting for
-                # the event loop to come round, and none of them holds a thread of the pool.
+                # Write units that must wait queue for one thread of their own and run one after
+                # another, none of them holding a thread of the pool.
                 loop = asyncio.get_running_loop()
                 done = await loop.run_in_executor(writer, self._in_thread, factory, work, args, kw)
         return done
 
-    def _in_thread(self, factory: sessionmaker[Session], work: Callable[..., T], args: Any, kw: Any) -> T:
+    def _in_thread(
+        self, factory: sessionmaker[Session], work: Callable[..., T], args: Any, kw: Any, options: Any = None
+    ) -> T:
         with session_scope(factory) as session:
+            if options:
+                session.connection(execution_options=options)  # begins the transaction with them
             if self.user is None:
                 self.user = Principal(*accounts.token_user(self.token, session=session, now=utcnow()))
             return work(self.user, session, *args, **kw)

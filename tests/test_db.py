@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, func, select, update
 
 from app.accounts.models import User
-from app.db import ReadOnlySession, make_engine, make_sessionmaker, session_scope
+from app.db import NOWAIT, ReadOnlySession, WriterBusy, make_engine, make_sessionmaker, session_scope
 from tests.conftest import backend_of, migrated_db_url
 from tests.factories import make_user
 
@@ -89,3 +89,22 @@ def test_writers_of_one_process_take_turns_without_busy_errors(db_engine: Engine
     assert errors == []
     with session_scope(writers) as session:
         assert session.get(User, user_id).username == "80"  # type: ignore[union-attr]
+
+
+def test_a_sqlite_writer_that_would_not_wait_gets_writer_busy(request: pytest.FixtureRequest) -> None:
+    """NOWAIT (SQLite's file lock): the web process's inline writes give way at once to a writer in progress."""
+    db_engine = make_engine(migrated_db_url("sqlite", request, "nowait"))
+    request.addfinalizer(db_engine.dispose)
+    writers = make_sessionmaker(db_engine)
+    with session_scope(writers) as holder:
+        holder.connection()  # BEGIN IMMEDIATE: this session holds the write lock
+        started = time.monotonic()
+        with pytest.raises(WriterBusy), session_scope(writers) as eager:
+            eager.connection(execution_options={NOWAIT: True})
+        assert time.monotonic() - started < 0.5
+    with session_scope(writers) as eager:  # free again: the same writer goes ahead
+        eager.connection(execution_options={NOWAIT: True})
+        name = "nowait-writer"
+        eager.add(User(username=name, username_key=name, password_hash="-"))
+    with session_scope(make_sessionmaker(db_engine, read_only=True)) as session:
+        assert session.scalar(select(func.count()).select_from(User).where(User.username == name)) == 1

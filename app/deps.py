@@ -139,8 +139,8 @@ class ApiCall:
 
     A write that must first read (rating a card) splits in two: ``read`` (or ``quick_read``)
     works it out on a reader, then ``write`` writes it, so that a write is only its writes.
-    On SQLite, write units queue for one writer thread of their own. The token is looked up
-    once per request, in its first unit.
+    On SQLite a write unit runs on the event loop when the write lock is free, else it queues
+    for one writer thread of its own. The token is looked up once per request, in its first unit.
     """
 
     def __init__(self, request: Request, token: str) -> None:
@@ -167,7 +167,7 @@ class ApiCall:
         """
         if not self.request.app.state.inline_reads:
             return await self._unit(False, work, *args, **kw)
-        return self._in_thread(self.request.app.state.readers, work, args, kw)
+        return self._in_session(self.request.app.state.readers, work, args, kw)
 
     async def write(self, work: Callable[Concatenate[Principal, Session, P], T], *args: P.args, **kw: P.kwargs) -> T:
         return await self._unit(True, work, *args, **kw)
@@ -177,27 +177,27 @@ class ApiCall:
         factory: sessionmaker[Session] = state.sessionmaker if writes else state.readers
         writer: ThreadPoolExecutor | None = state.writer_thread if writes else None
         if writer is not None:
-            # SQLite: a write unit is a few statements and a commit that does not sync to disk (WAL),
-            # a fraction of a millisecond of CPU, so it runs on the event loop when the write lock
-            # is free: handing it to a thread costs more in hops and in the fight over the
-            # interpreter lock than the write itself.
+            # SQLite: a write unit is a few statements and a commit that does not sync to disk (WAL;
+            # now and then a commit also checkpoints, a few milliseconds), a fraction of a millisecond
+            # of CPU, so it runs on the event loop when the write lock is free: handing it to a
+            # thread costs more in hops and in the fight over the interpreter lock than the write.
             try:
-                return self._in_thread(factory, work, args, kw, {NOWAIT: True})
+                return self._in_session(factory, work, args, kw, {NOWAIT: True})
             except WriterBusy:
                 pass  # another process is writing: wait for it on the writer's own thread
         # Shielded: once the work has started, it runs to its commit or rollback even if the
         # client goes away.
         with anyio.CancelScope(shield=True):
             if writer is None:
-                done = await run_in_threadpool(self._in_thread, factory, work, args, kw)
+                done = await run_in_threadpool(self._in_session, factory, work, args, kw)
             else:
                 # Write units that must wait queue for one thread of their own and run one after
                 # another, none of them holding a thread of the pool.
                 loop = asyncio.get_running_loop()
-                done = await loop.run_in_executor(writer, self._in_thread, factory, work, args, kw)
+                done = await loop.run_in_executor(writer, self._in_session, factory, work, args, kw)
         return done
 
-    def _in_thread(
+    def _in_session(
         self, factory: sessionmaker[Session], work: Callable[..., T], args: Any, kw: Any, options: Any = None
     ) -> T:
         with session_scope(factory) as session:

@@ -56,8 +56,8 @@ def card_out(card: Card, state: CardState | None, now: datetime) -> dict[str, An
     }  # fmt: skip
 
 
-# Each route binds HTTP to one plain function of (user, session, ...) that `Api.run` calls in a
-# single worker-thread hop with the token lookup and the commit (see app.deps.ApiCall).
+# Each route binds HTTP to plain functions of (user, session, ...) that `Api` runs as units of
+# work, each in one session with the token lookup and the commit (see app.deps.ApiCall).
 
 
 def _decks(user: Principal, session: Session) -> list[DeckOut]:

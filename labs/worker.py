@@ -24,13 +24,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope, utcnow
 from app.errors import NotFound
-from app.labs import queue
+from app.labs import queue, wake
 from app.labs.catalog import choose_backend, get_lab
 from app.labs.models import SubmissionStatus
 from app.labs.queue import Capacity, Job
+from app.labs.wake import Listener
 
 log = logging.getLogger("ringlab.worker")
 IDLE_SEEN_S = 60.0
+WOKEN_POLL_S = 0.5  # with a wake-up socket: how often to look for expired leases anyway
 Grade = Callable[[Job, str], dict[str, Any]]  # (job, backend) -> Verdict.to_dict()
 
 
@@ -58,6 +60,7 @@ class Worker:
         poll_s: float = 0.05,
         clock: Callable[[], datetime] = utcnow,
         readers: sessionmaker[Session] | None = None,
+        wake: Listener | None = None,
     ):
         self.factory = factory
         # Polling only reads: on SQLite a reader takes no lock, so an idle worker never makes
@@ -69,6 +72,9 @@ class Worker:
         self.lease_s = lease_s
         self.max_attempts = max_attempts
         self.poll_s = poll_s
+        # Woken when a job is queued on this host (app.labs.wake): then polling, less often, only
+        # finds expired leases and jobs queued elsewhere.
+        self.wake = wake
         self.clock = clock
         self.registered = False
 
@@ -154,7 +160,17 @@ class Worker:
                 stop.wait(1.0)
                 continue
             if status is None:
-                stop.wait(self.poll_s)
+                self._idle(stop)
+
+    def _idle(self, stop: threading.Event) -> None:
+        """Wait ``poll_s``, less if a job is queued on this host (woken) or ``stop`` is set."""
+        if self.wake is None:
+            stop.wait(self.poll_s)
+            return
+        deadline = time.monotonic() + self.poll_s
+        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self.wake.wait(min(left, WOKEN_POLL_S)):
+                return
 
 
 def gpu_count() -> int:
@@ -190,6 +206,12 @@ def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: 
     def grade(job: Job, backend: str) -> dict[str, Any]:
         return grader.grade(job.lab_id, job.code, backend=backend).to_dict()
 
+    listener = None
+    if (name := wake.address(engine.url)) is not None:
+        try:
+            listener = Listener(name)
+        except OSError:  # another worker of this database listens: this one polls
+            log.info("another worker on this host is woken for new jobs; this one polls")
     worker = Worker(
         make_sessionmaker(engine),
         grade,
@@ -198,6 +220,8 @@ def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: 
         content_dir=settings.content_dir,
         lease_s=lab_settings.lab_lease_s,
         max_attempts=lab_settings.lab_max_attempts,
+        wake=listener,
+        poll_s=WOKEN_POLL_S if listener is not None else 0.05,
     )
     log.info("worker %s: %s CPUs, %s GPUs, sandbox %s", worker.capacity.worker_id, worker.capacity.cpu_count, gpus,
              "OFF (unsafe)" if unsafe else "bubblewrap")  # fmt: skip
@@ -205,5 +229,7 @@ def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: 
         worker.run(stop, parent_pid=parent_pid)
     finally:
         grader.close()
+        if listener is not None:
+            listener.close()
         engine.dispose()
     return 0

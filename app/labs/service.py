@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.accounts.models import User
 from app.errors import Conflict, DomainError, NotFound, RateLimited
+from app.labs import wake
 from app.labs.catalog import gpus_needed
 from app.labs.models import IN_FLIGHT, LabWorker, Submission, SubmissionStatus
 from app.labs.settings import LabSettings
@@ -73,6 +74,7 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
     )
     session.add(submission)
     session.flush()
+    wake.ask_to_wake(session)
     return submission
 
 
@@ -125,7 +127,10 @@ def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, 
         ).execution_options(synchronize_session=False)
     )
     session.expire_all()
-    return int(getattr(result, "rowcount", 0))
+    queued = int(getattr(result, "rowcount", 0))
+    if queued:
+        wake.ask_to_wake(session)
+    return queued
 
 
 def workers(*, session: Session, now: datetime, alive_s: float = 180) -> list[LabWorker]:

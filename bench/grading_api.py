@@ -2,8 +2,8 @@
 
 Starts `ringlab serve` on a fresh SQLite database and a free port (so the embedded worker
 grades), registers a user through the API, submits N correct ring all-reduce solutions one
-after another (each as soon as the previous verdict is in), polls each until graded, and
-prints the median and p90 latency from POST to verdict, the throughput, and a cold
+after another (each as soon as the previous verdict is in, or ``--every`` seconds apart), polls
+each until graded, and prints the median and p90 latency from POST to verdict, the throughput, and a cold
 ``torch.multiprocessing.spawn`` of the same checks at the same world size, measured in the
 same run.
 
@@ -11,7 +11,10 @@ By default the lab is graded with 4 ranks: the server runs on a copy of content/
 ring-allreduce lab lists ``world_sizes: [4]``. ``--world-sizes 2,3,4`` grades the lab as
 shipped (three groups of ranks, one after another), against a cold run of each size.
 
-    .venv/bin/python bench/grading_api.py [-n 30] [--cold 3] [--pool 2] [--poll 0.05] [--world-sizes 4]
+    .venv/bin/python bench/grading_api.py [-n 30] [--cold 3] [--pool 2] [--poll 0.05] [--world-sizes 4] [--every 0]
+
+``--every 2`` submits at 30 a minute (the throughput target) instead of back to back, and so
+measures the latency a student sees at that load rather than at saturation.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=2, help="warm sandboxes in the worker (default 2)")
     parser.add_argument("--poll", type=float, default=0.05, help="seconds between result polls (default 0.05)")
     parser.add_argument("--world-sizes", default="4", help="world sizes the lab is graded at (default 4)")
+    parser.add_argument("--every", type=float, default=0.0,
+                        help="seconds from one submission to the next (default 0: back to back)")  # fmt: skip
     args = parser.parse_args()
     sizes = [int(n) for n in args.world_sizes.split(",")]
     code = (CONTENT / LAB / "solution.py").read_text()  # the bench only: never served
@@ -111,6 +116,7 @@ def main() -> None:
                     if body["score"] != body["max_score"]:
                         raise SystemExit(f"a reference solution scored {body['score']}: {body['verdict']}")
                     latencies.append(latency)
+                    time.sleep(max(0.0, args.every - latency))
                 total = time.perf_counter() - t0
             finally:
                 proc.terminate()
@@ -122,8 +128,9 @@ def main() -> None:
     ranks = " then ".join(str(n) for n in sizes)
     print(f"lab {LAB} graded with {ranks} ranks, via HTTP API + embedded worker, {os.cpu_count()} CPUs")
     print(f"first submission (worker warming up): {first:.3f} s")
+    pace = f"one every {args.every:g} s" if args.every else "back to back"
     print(
-        f"click-to-verdict over {args.n}, back to back: median {median:.3f} s  p90 {percentile(latencies, 0.9):.3f} s  "
+        f"click-to-verdict over {args.n}, {pace}: median {median:.3f} s  p90 {percentile(latencies, 0.9):.3f} s  "
         f"min {min(latencies):.3f} s  max {max(latencies):.3f} s  ({median / cold_median:.1%} of cold)"
     )
     print(f"cold mp.spawn of the same checks ({ranks} ranks): median {cold_median:.3f} s over {len(cold)} runs")

@@ -42,7 +42,7 @@ class AuthMiddleware:
             state = scope.setdefault("state", {})
             state["user"], state["session_expired"] = None, False
             if not scope["path"].startswith(("/static/", "/api/")):
-                token = _cookie(scope, COOKIE)
+                token = cookie_value(scope, COOKIE)
                 if token:
                     with session_scope(scope["app"].state.readers) as session:
                         user, expired = service.session_user(token, session=session, now=utcnow())
@@ -51,7 +51,8 @@ class AuthMiddleware:
         await self.app(scope, receive, send)
 
 
-def _cookie(scope: Scope, name: str) -> str | None:
+def cookie_value(scope: Scope, name: str) -> str | None:
+    """The value of cookie ``name`` in the request, if it sent one."""
     for key, value in scope["headers"]:
         if key == b"cookie":
             jar = SimpleCookie(value.decode("latin-1"))

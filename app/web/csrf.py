@@ -14,12 +14,13 @@ the app, so the form can be checked without consuming it.
 from __future__ import annotations
 
 import secrets
-from http.cookies import SimpleCookie
 from typing import Any
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.web.auth import cookie_value
 
 COOKIE = "ringlab_csrf"
 FIELD = "csrf_token"
@@ -43,7 +44,7 @@ class CSRFMiddleware:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         exempt = scope["path"].startswith(self.exempt_prefixes)
-        existing = None if exempt else _cookie(headers.get("cookie", ""))
+        existing = None if exempt else cookie_value(scope, COOKIE)
         token = existing if existing and len(existing) >= 32 else secrets.token_urlsafe(32)
         scope.setdefault("state", {})["csrf_token"] = token
 
@@ -84,11 +85,6 @@ class CSRFMiddleware:
             await send(message)
 
         await self.app(scope, replay, send_with_cookie)
-
-
-def _cookie(header: str) -> str | None:
-    jar = SimpleCookie(header)
-    return jar[COOKIE].value if COOKIE in jar else None
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:

@@ -32,7 +32,7 @@ from app.labs.wake import Listener
 
 log = logging.getLogger("ringlab.worker")
 IDLE_SEEN_S = 60.0
-WOKEN_POLL_S = 0.5  # with a wake-up socket: how often to look for expired leases anyway
+WOKEN_POLL_S = 0.5  # with a wake-up listener: how often to look for expired leases anyway
 Grade = Callable[[Job, str], dict[str, Any]]  # (job, backend) -> Verdict.to_dict()
 
 
@@ -72,8 +72,8 @@ class Worker:
         self.lease_s = lease_s
         self.max_attempts = max_attempts
         self.poll_s = poll_s
-        # Woken when a job is queued on this host (app.labs.wake): then polling, less often, only
-        # finds expired leases and jobs queued elsewhere.
+        # Woken when a job is queued (app.labs.wake): then polling, less often, only finds
+        # expired leases and wake-ups that were missed.
         self.wake = wake
         self.clock = clock
         self.registered = False
@@ -163,7 +163,7 @@ class Worker:
                 self._idle(stop)
 
     def _idle(self, stop: threading.Event) -> None:
-        """Wait ``poll_s``, less if a job is queued on this host (woken) or ``stop`` is set."""
+        """Wait ``poll_s``, less if a job is queued (woken) or ``stop`` is set."""
         if self.wake is None:
             stop.wait(self.poll_s)
             return
@@ -206,12 +206,7 @@ def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: 
     def grade(job: Job, backend: str) -> dict[str, Any]:
         return grader.grade(job.lab_id, job.code, backend=backend).to_dict()
 
-    listener = None
-    if (name := wake.address(engine.url)) is not None:
-        try:
-            listener = Listener(name)
-        except OSError:  # another worker of this database listens: this one polls
-            log.info("another worker on this host is woken for new jobs; this one polls")
+    listener = wake.listen(engine)
     worker = Worker(
         make_sessionmaker(engine),
         grade,

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from labs import judge, sandbox
+from labs import judge, sandbox, template
 from labs.judge import Facts, GroupRun, RankRun
 from labs.pool import WarmPool
 from labs.spec import DEFAULT_CONTENT, Lab, load_lab
@@ -30,7 +30,9 @@ UID_BASE = 200_000
 class Grader:
     """Grades submissions for the labs under ``content_dir``.
 
-    ``pool_size`` warm sandboxes are kept ready (0: start one per submission, cold).
+    ``pool_size`` sandboxes are kept ready (0: start one per submission). ``fork_from_template``
+    (default: where possible, as root) starts each sandbox's zygote by forking a torch-warm
+    template into it (``labs.template``, ~40 ms) instead of importing torch in it (~1.2 s of a core).
     ``unsafe_no_sandbox`` runs ranks without bubblewrap: development only.
     """
 
@@ -41,18 +43,29 @@ class Grader:
         pool_size: int = 1,
         gpus: bool = False,
         unsafe_no_sandbox: bool = False,
+        fork_from_template: bool | None = None,
     ):
         self.content_dir = Path(content_dir)
         self.unsafe = unsafe_no_sandbox
         self.gpus = gpus
         self.refusal = None if unsafe_no_sandbox else sandbox.probe()
-        self.pool = WarmPool(pool_size, unsafe=self.unsafe, gpu=gpus) if pool_size and self.refusal is None else None
+        if fork_from_template is None:
+            fork_from_template = template.available()
+        use = fork_from_template and not self.unsafe and self.refusal is None
+        self.template = template.Template() if use else None
+        self.pool = (
+            WarmPool(pool_size, unsafe=self.unsafe, gpu=gpus, template=self.template)
+            if pool_size and self.refusal is None
+            else None
+        )
         self.labs: dict[str, tuple[Lab, ModuleType]] = {}
         self.jobs = 0
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+        if self.template is not None:
+            self.template.close()
 
     def __enter__(self) -> Grader:
         return self
@@ -137,7 +150,7 @@ class Grader:
     def _acquire(self) -> sandbox.Sandbox:
         if self.pool is not None:
             return self.pool.acquire()
-        box = sandbox.Sandbox(unsafe=self.unsafe, gpu=self.gpus)
+        box = sandbox.Sandbox(unsafe=self.unsafe, gpu=self.gpus, template=self.template)
         box.wait_ready()
         return box
 

@@ -303,17 +303,21 @@ class Zygote:
         return infos
 
 
-def main() -> None:
-    """Entry point inside the sandbox: ``python -I zygote-launcher FD``."""
-    fd = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+def warm() -> None:
+    """Import what every rank needs, before any job: the expensive part of starting a rank."""
     import warnings
 
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    import torch
     import torch.distributed as dist
-    import torch.distributed.distributed_c10d
+    import torch.distributed.distributed_c10d  # noqa: F401
 
     assert dist.is_gloo_available()
+
+
+def serve(fd: int) -> None:
+    """Say ready on ``fd``, run the one job that comes, report how it ended, exit."""
+    import torch
+
     channel.send(fd, {"kind": "ready", "pid": os.getpid(), "torch": torch.__version__})
     got = channel.recv(fd, MAX_JOB)
     if got is None:
@@ -324,3 +328,9 @@ def main() -> None:
     except BaseException:
         channel.send(fd, {"kind": "fault", "traceback": traceback.format_exc()[-4000:]})
     os._exit(0)
+
+
+def main() -> None:
+    """Entry point inside the sandbox, started cold: ``python -I zygote-launcher FD``."""
+    warm()
+    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

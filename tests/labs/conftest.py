@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from labs import template
 from labs.spec import DEFAULT_CONTENT
 
 # Set before any sandbox starts: a secret in the worker's environment that student code must never see.
@@ -16,11 +17,16 @@ SECRET = "postgresql://ringlab:s3cret-in-worker-env@db/ringlab"
 os.environ["RINGLAB_TEST_WORKER_SECRET"] = SECRET
 
 
-@pytest.fixture(scope="session")
-def grader() -> Iterator[object]:
+# Zygotes forked from the torch-warm template (as root, the default) and started cold (otherwise).
+MODES = ["fork", "cold"] if template.available() else ["cold"]
+
+
+@pytest.fixture(scope="session", params=MODES)
+def grader(request: pytest.FixtureRequest) -> Iterator[object]:
     from labs.grader import Grader
 
-    g = Grader(pool_size=2)
+    g = Grader(pool_size=2, fork_from_template=request.param == "fork")
+    assert (g.template is not None) == (request.param == "fork")
     yield g
     g.close()
 

@@ -1,0 +1,143 @@
+"""Every submission gets a fresh sandbox; a zygote forked from the template is confined like a cold one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from labs import template
+from labs.pool import WarmPool
+from labs.sandbox import SandboxError
+
+from .conftest import solution
+
+RING = "ring-allreduce"
+QUICK = {"world_sizes": [2], "time_limit_s": 6}
+
+LEAVE_BEHIND = """
+import ctypes, os, socket
+import torch.distributed
+def _leave():
+    if torch.distributed.get_rank() != 0:
+        return
+    open("/tmp/left-behind", "w").write("job A was here")
+    libc = ctypes.CDLL(None, use_errno=True)
+    print("SHM", libc.shmget(0x5EED, 4096, 0o1666))  # IPC_CREAT | 0666: outlives its process
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind("\\0left-behind")
+    s.listen()
+    if os.fork() == 0:  # a lingering process, detached from the rank
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 65536)
+        os.execv("/bin/sleep", ["sleep", "600"])
+_leave()
+"""
+
+LOOK_FOR_IT = """
+import ctypes, os, socket
+import torch.distributed
+def _look():
+    if torch.distributed.get_rank() != 0:
+        return
+    print("FILE", os.path.exists("/tmp/left-behind"))
+    libc = ctypes.CDLL(None, use_errno=True)
+    print("SHM", libc.shmget(0x5EED, 0, 0))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect("\\0left-behind")
+        print("SOCKET reached")
+    except OSError:
+        print("SOCKET gone")
+    print("SLEEPERS", sum(1 for p in os.listdir("/proc") if p.isdigit() and "600" in open(f"/proc/{p}/cmdline").read()))
+_look()
+"""
+
+PROBE = """
+import json, os, socket
+import torch.distributed
+def _probe():
+    if torch.distributed.get_rank() != 0:
+        return
+    def status(pid):
+        lines = open(f"/proc/{pid}/status").read().splitlines()
+        fields = dict(line.split(":\\t", 1) for line in lines if ":\\t" in line)
+        keys = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")
+        return {k: fields[k].strip() for k in keys}
+    mounts = sorted(line.split()[4] for line in open("/proc/self/mountinfo"))
+    print("PROBE " + json.dumps({"zygote": status(os.getppid()), "rank": status("self"), "mounts": mounts,
+          "hostname": socket.gethostname(), "env": sorted(os.environ), "cwd_listing": sorted(os.listdir("/")),
+          "uid": os.getuid()}))
+_probe()
+"""
+
+
+def output(verdict) -> str:
+    return "\n".join(verdict.output.values())
+
+
+def test_nothing_of_one_submission_is_visible_to_the_next(grader) -> None:
+    first = grader.grade(RING, LEAVE_BEHIND + "\n" + solution(RING), **QUICK)
+    assert first.status == "passed", first.message
+    made = [line for line in output(first).splitlines() if line.startswith("SHM ")]
+    assert made and made[0] != "SHM -1", output(first)  # the segment was really made
+    second = grader.grade(RING, LOOK_FOR_IT + "\n" + solution(RING), **QUICK)
+    assert second.status == "passed", second.message
+    text = output(second)
+    assert "FILE False" in text and "SHM -1" in text and "SOCKET gone" in text and "SLEEPERS 0" in text, text
+
+
+@pytest.fixture(scope="module")
+def both() -> Iterator[tuple[object, object]]:
+    if not template.available():
+        pytest.skip("forking zygotes from the template needs root: this run only has cold sandboxes")
+    from labs.grader import Grader
+
+    with Grader(pool_size=1, fork_from_template=True) as forked, Grader(pool_size=1, fork_from_template=False) as cold:
+        yield forked, cold
+
+
+def probe(grader) -> dict[str, object]:
+    v = grader.grade(RING, PROBE + "\n" + solution(RING), **QUICK)
+    assert v.status == "passed", v.message
+    line = next(line for line in output(v).splitlines() if line.startswith("PROBE "))
+    return json.loads(line.removeprefix("PROBE "))
+
+
+def test_a_forked_zygote_is_confined_like_a_cold_one_and_holds_no_more_capabilities(both) -> None:
+    forked, cold = (probe(g) for g in both)
+    processes = ("zygote", "rank")
+    assert {k: v for k, v in forked.items() if k not in processes} == {
+        k: v for k, v in cold.items() if k not in processes
+    }
+    for who in processes:
+        mine, theirs = forked[who], cold[who]
+        assert (mine["NoNewPrivs"], mine["Seccomp"]) == (theirs["NoNewPrivs"], theirs["Seccomp"]) == ("1", "0")
+        for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            assert int(mine[field], 16) & ~int(theirs[field], 16) == 0, (who, field, mine[field], theirs[field])
+    setuid_setgid = (1 << 6) | (1 << 7)
+    assert int(forked["zygote"]["CapEff"], 16) == int(cold["zygote"]["CapEff"], 16) == setuid_setgid
+    assert int(forked["zygote"]["CapBnd"], 16) == setuid_setgid  # the bounding set too: tighter than bwrap's
+    assert int(forked["rank"]["CapEff"], 16) == int(forked["rank"]["CapPrm"], 16) == 0
+    assert forked["uid"] != 0 and forked["hostname"] == "sandbox"
+
+
+class RefusingTemplate(template.Template):
+    """A host that forbids joining namespaces: every spawn fails."""
+
+    def spawn(self, pid: int, job_fd: int, log_fd: int) -> None:
+        raise SandboxError("setns(mnt): Operation not permitted")
+
+
+def test_a_pool_whose_template_cannot_fork_starts_sandboxes_cold() -> None:
+    pool = WarmPool(1, template=RefusingTemplate())
+    try:
+        box = pool.acquire(timeout=60)
+        assert not box.warm_start and pool.template is None
+        box.kill()
+    finally:
+        pool.close()

@@ -19,6 +19,7 @@ is the zygote's only argument.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import shutil
@@ -126,9 +127,11 @@ def bwrap_command(fd: int, *, gpu: bool = False) -> list[str]:
     return [*bwrap_args(gpu=gpu), sys.executable, "-I", "-c", LAUNCH.format(path="/sandbox/lib"), str(fd)]
 
 
-def holder_command(*, gpu: bool = False) -> list[str]:
-    """A new sandbox holding only ``sleep``; it prints a line once fully set up."""
-    return [*bwrap_args(gpu=gpu), "/bin/sh", "-c", "echo ready; exec sleep infinity"]
+def holder_command(info_fd: int, *, gpu: bool = False) -> list[str]:
+    """A new sandbox holding only ``sleep``. bwrap writes ``{"child-pid": N}`` to ``info_fd`` at once
+    (N: its process in the new namespaces); the holder prints ``ready`` once they are fully set up."""
+    command = [*bwrap_args(gpu=gpu), "/bin/sh", "-c", "echo ready; exec sleep infinity"]
+    return [command[0], "--info-fd", str(info_fd), *command[1:]]
 
 
 def unsafe_command(fd: int) -> list[str]:
@@ -149,6 +152,7 @@ class Sandbox:
         self.sandboxed = not unsafe
         self.gpu = gpu
         self.warm_start = template is not None and not unsafe
+        self.niced = False  # a cold zygote warms up at nice 19 (root only); see ``promote``
         ours, theirs = socket.socketpair()
         self.sock = ours
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the sandbox
@@ -183,23 +187,31 @@ class Sandbox:
         nice = shutil.which("nice")
         if nice and os.geteuid() == 0:
             command = [nice, "-n", "19", *command]
+            self.niced = True
         self._popen(command, (fd,), {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"])} if self.unsafe else {})
 
     def _start_in_holder(self, template: Template, fd: int, timeout: float = 20.0) -> None:
+        # One pipe for both: bwrap's info (written right after its clone), then the holder's "ready".
         ready_r, ready_w = os.pipe()
+        said = b""
         try:
-            self._popen(holder_command(gpu=self.gpu), (), {}, stdout=ready_w)
+            self._popen(holder_command(ready_w, gpu=self.gpu), (ready_w,), {}, stdout=ready_w)
             os.close(ready_w)
             ready_w = -1
-            if not select.select([ready_r], [], [], timeout)[0] or not os.read(ready_r, 16):
-                output = self.error_output()
-                self.kill()
-                raise SandboxError(f"the sandbox did not start\n{output}".strip())
+            deadline = time.monotonic() + timeout
+            while not said.endswith(b"ready\n"):
+                left = deadline - time.monotonic()
+                chunk = os.read(ready_r, 4096) if left > 0 and select.select([ready_r], [], [], left)[0] else b""
+                if not chunk:
+                    output = self.error_output()
+                    self.kill()
+                    raise SandboxError(f"the sandbox did not start\n{output}".strip())
+                said += chunk
         finally:
             os.close(ready_r)
             if ready_w >= 0:
                 os.close(ready_w)
-        inside = _descendants(self.proc.pid)[-1]  # the holder's sleep, in every new namespace
+        inside = json.loads(said.removesuffix(b"ready\n"))["child-pid"]
         try:
             template.spawn(inside, fd, self.stderr.fileno())
         except SandboxError:
@@ -244,8 +256,8 @@ class Sandbox:
         return self.stderr.read(8000).decode("utf-8", "replace")
 
     def promote(self) -> None:
-        """Back to normal priority for the job (root only: lowering niceness needs privilege)."""
-        if os.geteuid() != 0:
+        """Back to normal priority for the job, if it warmed up niced (a forked zygote never was)."""
+        if not self.niced:
             return
         for pid in _descendants(self.proc.pid):
             with contextlib.suppress(OSError):

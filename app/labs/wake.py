@@ -151,8 +151,8 @@ class PgListener:
             return True  # lost, or back: either way, look at the queue (jobs queued in between)
         try:
             woken = any(True for _ in self.conn.notifies(timeout=timeout, stop_after=1))
-            while any(True for _ in self.conn.notifies(timeout=0, stop_after=1)):
-                pass  # several jobs queued at once: one wake-up is enough
+            for _ in self.conn.notifies(timeout=0):  # several jobs queued at once: one wake-up is enough
+                pass
         except Exception:  # the connection is gone: poll, and reconnect later
             log.warning("lost the LISTEN connection; polling until it is back", exc_info=True)
             self.close()

@@ -53,7 +53,7 @@ class Case:
 class Phase:
     """A group of ranks that a lab runs after the previous one, sharing its scratch directory."""
 
-    name: str
+    name: str | None
     world_size: int
     cases: list[Case]
 

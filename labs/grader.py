@@ -76,13 +76,18 @@ class Grader:
 
     def lab(self, lab_id: str) -> tuple[Lab, ModuleType]:
         if lab_id not in self.labs:
-            lab = load_lab(self.content_dir / lab_id)
-            spec = importlib.util.spec_from_file_location(f"ringlab_checks_{lab_id.replace('-', '_')}", lab.checks_path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            self.labs[lab_id] = (lab, module)
+            self.labs[lab_id] = self.load_checks(self.content_dir / lab_id)
         return self.labs[lab_id]
+
+    @staticmethod
+    def load_checks(folder: Path) -> tuple[Lab, ModuleType]:
+        """A lab folder's metadata and its trusted ``checks.py``, imported under a name of its own."""
+        lab = load_lab(folder)
+        spec = importlib.util.spec_from_file_location(f"ringlab_checks_{lab.id.replace('-', '_')}", lab.checks_path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return lab, module
 
     def grade(
         self,

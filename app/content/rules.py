@@ -115,7 +115,11 @@ def check_parts(exercise: Exercise, where: Source) -> list[Problem]:
         if part.id in seen:
             problems.append(where.problem(("parts", i, "id"), f"duplicate part id '{part.id}' in {exercise.id}"))
         seen.add(part.id)
-        error = abs(part.value) * float(part.tolerance.rstrip("%")) / 100 if isinstance(part.tolerance, str) else part.tolerance
+        error = (
+            abs(part.value) * float(part.tolerance.rstrip("%")) / 100
+            if isinstance(part.tolerance, str)
+            else part.tolerance
+        )
         if part.value != 0 and error >= abs(part.value):
             problems.append(
                 where.problem(

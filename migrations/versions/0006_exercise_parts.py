@@ -57,9 +57,7 @@ def upgrade() -> None:
             ["user_id"], ["users.id"], name=op.f("fk_exercise_part_progress_user_id_users"), ondelete="CASCADE"
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_exercise_part_progress")),
-        sa.UniqueConstraint(
-            "user_id", "exercise_id", "part_id", name=op.f("uq_exercise_part_progress_user_id_exercise_id_part_id")
-        ),
+        sa.UniqueConstraint("user_id", "exercise_id", "part_id", name=op.f("uq_exercise_part_progress_user_id")),
     )
     op.create_index(op.f("ix_exercise_part_progress_user_id"), "exercise_part_progress", ["user_id"])
     op.create_index(op.f("ix_exercise_part_progress_solved_at"), "exercise_part_progress", ["solved_at"])
@@ -71,12 +69,14 @@ def upgrade() -> None:
         sa.Column("notes", sa.Text(), nullable=False),
         sa.Column("done_at", app.db.UTCDateTime(timezone=True), nullable=True),
         sa.Column("updated_at", app.db.UTCDateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["exercise_id"], ["exercises.id"], name=op.f("fk_exercise_notes_exercise_id_exercises")),
+        sa.ForeignKeyConstraint(
+            ["exercise_id"], ["exercises.id"], name=op.f("fk_exercise_notes_exercise_id_exercises")
+        ),
         sa.ForeignKeyConstraint(
             ["user_id"], ["users.id"], name=op.f("fk_exercise_notes_user_id_users"), ondelete="CASCADE"
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_exercise_notes")),
-        sa.UniqueConstraint("user_id", "exercise_id", name=op.f("uq_exercise_notes_user_id_exercise_id")),
+        sa.UniqueConstraint("user_id", "exercise_id", name=op.f("uq_exercise_notes_user_id")),
     )
     op.create_index(op.f("ix_exercise_notes_user_id"), "exercise_notes", ["user_id"])
 

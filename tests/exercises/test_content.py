@@ -1,0 +1,84 @@
+"""Answer parts in content files: validation with path:line, sync, export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.content.export import export_tree
+from app.content.loader import load_tree
+from app.content.models import ContentTree
+from app.content.source import ContentError
+from tests.content.factories import EXERCISE, write_tree
+
+PARTS = """\
+parts:
+  - id: a
+    prompt: "Bytes each rank sends, as a multiple of $D$, for $N = 4$."
+    value: 1.5
+    tolerance: 0
+    unit: "× D"
+    explanation: "$2 \\\\cdot 3/4 = 1.5$."
+  - id: b
+    prompt: Fraction of the step, in percent.
+    value: 1.456
+    tolerance: 1%
+    unit: "%"
+    explanation: "$3.64 / 250$."
+"""
+
+
+def with_parts(parts: str) -> str:
+    return EXERCISE.replace("section: s1\n", "section: s1\n" + parts)
+
+
+def problems(root: Path) -> list[str]:
+    with pytest.raises(ContentError) as info:
+        load_tree(root)
+    return [str(p) for p in info.value.problems]
+
+
+def test_parts_load_and_export(tmp_path: Path) -> None:
+    tree = load_tree(write_tree(tmp_path / "content", **{"exercises/tiny-set/01.md": with_parts(PARTS)}))
+    parts = tree.exercise_sets[0].exercises[0].parts
+    assert [(p.id, p.value, p.tolerance, p.unit) for p in parts] == [("a", 1.5, 0.0, "× D"), ("b", 1.456, "1%", "%")]
+    exported = export_tree(tree)["exercise_sets"][0]["exercises"][0]["parts"]
+    assert exported[1] == {
+        "id": "b", "prompt": "Fraction of the step, in percent.", "value": 1.456, "tolerance": "1%", "unit": "%",
+        "explanation": "$3.64 / 250$.",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("    value: 1.5\n", "    value: lots\n", "content/exercises/tiny-set/01.md:9: parts.0.value: must be a number, not 'lots'"),
+        ("    value: 1.5\n", "", "content/exercises/tiny-set/01.md:7: missing field 'parts.0.value'"),
+        ("    tolerance: 1%\n", "    tolerance: some\n", "content/exercises/tiny-set/01.md:16: parts.1.tolerance: must be a number or a percentage such as '1%', not 'some'"),
+        ("    tolerance: 0\n", "    tolerance: 2\n", "content/exercises/tiny-set/01.md:10: part 'a': tolerance 2.0 would accept 0 for a value of 1.5"),
+        ("  - id: b\n", "  - id: a\n", "content/exercises/tiny-set/01.md:13: duplicate part id 'a' in ex-t-1"),
+        ('    unit: "%"\n', "", "content/exercises/tiny-set/01.md:13: missing field 'parts.1.unit'"),
+        ("    explanation: \"$3.64 / 250$.\"\n", "    explanation: \"$3.64 / 250\"\n", "content/exercises/tiny-set/01.md:18: exercise ex-t-1 parts.1.explanation:"),
+        ("    unit: \"%\"\n", "    unit: \"%\"\n    answer: 3\n", "content/exercises/tiny-set/01.md:18: unknown field 'answer'"),
+    ],
+)  # fmt: skip
+def test_a_bad_part_is_reported_with_path_and_line(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    assert old in PARTS
+    root = write_tree(tmp_path / "content", **{"exercises/tiny-set/01.md": with_parts(PARTS.replace(old, new))})
+    found = problems(root)
+    assert len(found) == 1 and found[0].startswith(expected), found
+
+
+SEEDED = {"26.1", "26.4", "26.6", "26.9", "26.13", "26.15", "26.16", "26.18", "26.20", "26.21", "26.22",
+          "35.2", "35.9", "35.18", "35.22"}  # fmt: skip
+
+
+def test_the_seed_exercises_with_numbers_have_parts(content_tree: ContentTree) -> None:
+    with_parts = {e.number for s in content_tree.exercise_sets for e in s.exercises if e.parts}
+    assert SEEDED <= with_parts
+    assert len(with_parts) >= 15
+    for s in content_tree.exercise_sets:
+        for e in s.exercises:
+            for part in e.parts:
+                assert part.unit is not None and part.explanation and part.prompt, (e.id, part.id)

@@ -62,7 +62,7 @@ def read_number(answer: str, unit: str = "") -> Reading:
     if value is None or not math.isfinite(value):
         hint = " Use a dot for decimals." if re.search(r"\d,\d{1,2}$|\d,\d{4,}", text) else ""
         raise NotANumber(
-            f"'{answer.strip()[:MAX_LENGTH]}' is not a number.{hint} Write it like 2048, 2,048, 2.048e3 or 1.46%."
+            f"'{answer.strip()[:MAX_LENGTH]}' is not a number.{hint} Write it like 1500, 1,500, 1.5e3 or 12.5%."
         )
     return Reading(value, percent)
 

@@ -270,7 +270,7 @@ def recent_solved_parts(user_id: int, *, session: Session, limit: int = 5) -> li
         .limit(limit)
     )
     out = []
-    for row, exercise in session.execute(query).tuples():
+    for row, exercise in session.execute(query):
         part = next((p for p in exercise.parts if p["id"] == row.part_id), None)
         if part is None or row.solved_at is None:
             continue

@@ -69,10 +69,19 @@ def exercise_page(set_id: str, exercise_id: str, request: Request, session: Sess
 
 
 def _part_response(
-    request: Request, set_id: str, part: progress.PartView, *, error: str | None = None, correct: bool | None = None
+    request: Request,
+    session: SessionDep,
+    user_id: int,
+    set_id: str,
+    part: progress.PartView,
+    *,
+    error: str | None = None,
+    correct: bool | None = None,
 ) -> Response:
     if _partial(request):
-        context = {"set_id": set_id, "part": part, "error": error, "correct": correct}
+        lab_id = _labs(request).get(part.exercise_id)
+        page = service.exercise_page(set_id, part.exercise_id, user_id, lab_id, session=session)
+        context = {"set_id": set_id, "part": part, "error": error, "correct": correct, "badges": page.badges}
         return render(request, "exercises/_part.html", context, status_code=422 if error else 200)
     return RedirectResponse(f"{_exercise_url(set_id, part.exercise_id)}#part-{part.id}", status_code=303)
 
@@ -93,12 +102,12 @@ def answer(
         exercise = progress.get_exercise(exercise_id, session=session)
         part = progress.part_view(exercise, part_id, user.id, session=session)
         if _partial(request):
-            return _part_response(request, set_id, part, error=exc.message)
+            return _part_response(request, session, user.id, set_id, part, error=exc.message)
         lab_id = _labs(request).get(exercise_id)
         page = service.exercise_page(set_id, exercise_id, user.id, lab_id, session=session)
         context = {"page": page, "lab_id": lab_id, "errors": {part_id: exc.message}}
         return render(request, "exercises/exercise.html", context, status_code=422)
-    return _part_response(request, set_id, result.part, correct=result.correct)
+    return _part_response(request, session, user.id, set_id, result.part, correct=result.correct)
 
 
 @router.post("/{set_id}/{exercise_id}/parts/{part_id}/reveal", response_class=HTMLResponse)
@@ -106,7 +115,7 @@ def reveal(
     set_id: str, exercise_id: str, part_id: str, request: Request, session: SessionDep, user: CurrentUser
 ) -> Response:
     part = progress.reveal_part(exercise_id, part_id, user.id, session=session, now=utcnow())
-    return _part_response(request, set_id, part)
+    return _part_response(request, session, user.id, set_id, part)
 
 
 def _notes_response(

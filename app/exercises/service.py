@@ -100,7 +100,7 @@ def lab_best_scores(user_id: int, lab_ids: Iterable[str], *, session: Session) -
         .where(Submission.status == SubmissionStatus.graded, Submission.score.is_not(None))
         .group_by(Submission.lab_id)
     )
-    return {lab_id: (int(score), int(top or 0)) for lab_id, score, top in session.execute(query)}
+    return {lab_id: (int(score or 0), int(top or 0)) for lab_id, score, top in session.execute(query)}
 
 
 def set_page(set_id: str, filters: Filters, user_id: int | None, labs: dict[str, str], *, session: Session) -> SetPage:

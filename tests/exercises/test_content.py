@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlalchemy.orm import Session
 
 from app.content.export import export_tree
 from app.content.loader import load_tree
 from app.content.models import ContentTree
+from app.content.records import Exercise
 from app.content.source import ContentError
+from app.content.sync import sync_tree
 from tests.content.factories import EXERCISE, write_tree
 
 PARTS = """\
@@ -85,3 +89,20 @@ def test_the_seed_exercises_with_numbers_have_parts(content_tree: ContentTree) -
         for e in s.exercises:
             for part in e.parts:
                 assert part.unit is not None and part.explanation and part.prompt, (e.id, part.id)
+
+
+def test_sync_stores_parts_with_their_html(tmp_path: Path, session: Session) -> None:
+    tree = load_tree(write_tree(tmp_path / "content", **{"exercises/tiny-set/01.md": with_parts(PARTS)}))
+    sync_tree(tree, session=session, now=datetime(2026, 3, 2, tzinfo=UTC))
+    row = session.get(Exercise, "ex-t-1")
+    assert row is not None
+    assert [(p["id"], p["value"], p["tolerance"], p["unit"]) for p in row.parts] == [
+        ("a", 1.5, 0.0, "× D"),
+        ("b", 1.456, "1%", "%"),
+    ]
+    assert "<math" in row.parts[0]["prompt_html"] and "<math" in row.parts[1]["explanation_html"]
+    assert "parts" not in row.source  # the answers live in one place
+    changed = PARTS.replace("value: 1.456", "value: 1.5")
+    tree = load_tree(write_tree(tmp_path / "content", **{"exercises/tiny-set/01.md": with_parts(changed)}))
+    report = sync_tree(tree, session=session, now=datetime(2026, 3, 3, tzinfo=UTC))
+    assert report.updated.get("exercise") == 1 and row.parts[1]["value"] == 1.5

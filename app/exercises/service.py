@@ -144,13 +144,19 @@ class ExercisePage:
     badges: list[Badge]
 
 
+def exercise_in_set(set_id: str, exercise_id: str, *, session: Session) -> Exercise:
+    """A live exercise of the set named in the address, or NotFound."""
+    exercise = progress.get_exercise(exercise_id, session=session)
+    if exercise.set_id != set_id:
+        raise NotFound(f"No exercise '{exercise_id}' in the set '{set_id}'.")
+    return exercise
+
+
 def exercise_page(
     set_id: str, exercise_id: str, user_id: int | None, lab_id: str | None, *, session: Session
 ) -> ExercisePage:
     """One exercise with its parts as the student may see them, their notes and badges."""
-    exercise = progress.get_exercise(exercise_id, session=session)
-    if exercise.set_id != set_id:
-        raise NotFound(f"No exercise '{exercise_id}' in the set '{set_id}'.")
+    exercise = exercise_in_set(set_id, exercise_id, session=session)
     parts = progress.part_views(exercise, user_id, session=session)
     note = progress.get_note(exercise_id, user_id, session=session)
     state = None

@@ -96,6 +96,7 @@ def answer(
     user: CurrentUser,
     value: Annotated[str, Form(max_length=200)] = "",
 ) -> Response:
+    service.exercise_in_set(set_id, exercise_id, session=session)
     try:
         result = progress.answer_part(exercise_id, part_id, user.id, value, session=session, now=utcnow())
     except InvalidInput as exc:
@@ -114,6 +115,7 @@ def answer(
 def reveal(
     set_id: str, exercise_id: str, part_id: str, request: Request, session: SessionDep, user: CurrentUser
 ) -> Response:
+    service.exercise_in_set(set_id, exercise_id, session=session)
     part = progress.reveal_part(exercise_id, part_id, user.id, session=session, now=utcnow())
     return _part_response(request, session, user.id, set_id, part)
 
@@ -137,6 +139,7 @@ def notes(
     user: CurrentUser,
     notes: Annotated[str, Form()] = "",
 ) -> Response:
+    service.exercise_in_set(set_id, exercise_id, session=session)
     progress.save_notes(exercise_id, user.id, notes, session=session, now=utcnow())
     return _notes_response(request, set_id, exercise_id, session=session, user_id=user.id, saved="Notes saved.")
 
@@ -150,6 +153,7 @@ def done(
     user: CurrentUser,
     done: Annotated[bool, Form()] = True,
 ) -> Response:
+    service.exercise_in_set(set_id, exercise_id, session=session)
     progress.set_done(exercise_id, user.id, done, session=session, now=utcnow())
     message = "Marked as done." if done else "Marked as not done."
     return _notes_response(request, set_id, exercise_id, session=session, user_id=user.id, saved=message)

@@ -120,6 +120,8 @@ def test_answering_needs_sign_in_and_a_real_part(client: TestClient, session: Se
     assert post(client, f"{EX}/parts/nope/answer", {"value": "1"}).status_code == 404
     assert post(client, f"{SET}/ex-nope/parts/a/answer", {"value": "1"}).status_code == 404
     assert client.get(f"{SET}/ex-35-9").status_code == 404  # not in this set
+    assert post(client, f"{SET}/ex-35-9/parts/m1/answer", {"value": "50"}).status_code == 404
+    assert post(client, f"{SET}/ex-35-9/notes", {"notes": "x"}).status_code == 404
     assert client.post(f"{EX}/parts/a-global-batch/answer", data={"value": "2048"}).status_code == 403  # no CSRF
 
 

@@ -19,6 +19,7 @@ from app.config import REPO_ROOT, Settings, get_settings
 from app.content.service import sync_directory
 from app.content.source import ContentError
 from app.db import make_engine, make_sessionmaker
+from app.exercises.api import router as exercises_api
 from app.exercises.views import router as exercises_router
 from app.flashcards.api import router as flashcards_api
 from app.flashcards.views import router as flashcards_router
@@ -71,7 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     errors.install(app)
     routers = (
-        pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router,
+        pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router, exercises_api,
         flashcards_router, flashcards_api, labs_router, labs_api,
     )  # fmt: skip
     for router in routers:

@@ -7,6 +7,7 @@ sections that exist, scoring tiers that cover every score) live in
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated
 
@@ -89,12 +90,59 @@ class ExerciseSetMeta(Strict):
     difficulty_legend: dict[int, str] = Field(default_factory=dict)
 
 
+TOLERANCE = re.compile(r"^\d+(\.\d+)?%$")
+
+
+class AnswerPart(Strict):
+    """One numeric sub-question of an exercise, checked on the server.
+
+    ``tolerance`` is absolute in the part's unit (``0.5``) or relative to the value (``"2%"``).
+    With ``unit: "%"`` the value is a percentage, and answers as a fraction are accepted too.
+    """
+
+    id: Id
+    prompt: Text
+    value: float
+    tolerance: float | str = 0
+    unit: str
+    explanation: Text
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _finite_number(cls, value: object) -> object:
+        # YAML reads `1e21` as text; a number written any other way is an authoring mistake.
+        if isinstance(value, bool):
+            raise ValueError("must be a number")
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ValueError(f"must be a number, not {value!r}") from None
+        if isinstance(value, int | float) and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @field_validator("tolerance", mode="before")
+    @classmethod
+    def _tolerance(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be a number or a percentage such as '1%'")
+        if isinstance(value, int | float):
+            if value < 0 or not math.isfinite(value):
+                raise ValueError("must be zero or more")
+            return float(value)
+        if isinstance(value, str) and TOLERANCE.match(value.strip()):
+            return value.strip()
+        raise ValueError(f"must be a number or a percentage such as '1%', not {value!r}")
+
+
 class Exercise(Strict):
     id: Id
     number: Text
     title: str | None = None
     section: Id | None = None
     difficulty: int | None = Field(default=None, ge=1, le=4)
+    parts: list[AnswerPart] = Field(default_factory=list)
     body: Text
 
 

@@ -77,6 +77,9 @@ class Exercise(ContentItem, Base):
     section_id: Mapped[str | None] = mapped_column(String(80))
     difficulty: Mapped[int | None] = mapped_column(Integer)
     body_html: Mapped[str] = mapped_column(Text)
+    # Answer parts: id, prompt, value, tolerance, unit, explanation (+ their HTML). Secret until
+    # solved: app.exercises.service decides what a student may see.
+    parts: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
     exercise_set: Mapped[ExerciseSet] = relationship(back_populates="exercises")

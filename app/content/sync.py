@@ -112,6 +112,15 @@ def _question_values(quiz: m.Quiz, q: m.Question) -> dict[str, Any]:
     }
 
 
+def _part_values(part: m.AnswerPart) -> dict[str, Any]:
+    # The value and the explanation live here and leave the server only once a part is solved.
+    return {
+        **part.model_dump(),
+        "prompt_html": markdown.render_inline(part.prompt),
+        "explanation_html": markdown.render(part.explanation),
+    }
+
+
 def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncReport:
     """Make the database's content match ``tree``. The caller owns the transaction."""
     report = SyncReport(digest=digest(tree))
@@ -142,7 +151,8 @@ def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncRe
                 "section_id": ex.section,
                 "difficulty": ex.difficulty,
                 "body_html": markdown.render(ex.body),
-                "source": ex.model_dump(),
+                "parts": [_part_values(part) for part in ex.parts],
+                "source": ex.model_dump(exclude={"parts"}),
             }
             up.upsert(r.Exercise, "exercise", ex.id, i, values)
     for di, deck in enumerate(tree.decks):

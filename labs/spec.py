@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app.content.models import Due
 from app.content.source import ContentError, Problem, parse_yaml, validation_problems
 
 ID = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
@@ -43,6 +44,7 @@ class LabSpec(Strict):
     memory_limit_mb: int = Field(ge=64, le=16384)
     functions: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(min_length=1)
     checks: list[CheckSpec] = Field(min_length=1)
+    due: Due | None = None  # optional; a later submission is marked late, never refused
 
     @model_validator(mode="after")
     def _unique_checks(self) -> LabSpec:

@@ -8,14 +8,29 @@ sections that exist, scoring tiers that cover every score) live in
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from datetime import UTC, date, datetime, time
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=80)]
 Text = Annotated[str, Field(min_length=1)]
 OPTION_KEY = re.compile(r"^[A-Z]$")
+
+
+def _due(value: object) -> object:
+    # A date alone means the end of that day, UTC; a time without a zone is UTC.
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime.combine(value, time(23, 59, 59), UTC)
+    return value
+
+
+Due = Annotated[AwareDatetime, BeforeValidator(_due)]
+"""A due date: ``2026-12-01`` (end of that day, UTC) or ``2026-12-01T17:00:00+01:00``."""
+ShowAnswers = Literal["at_once", "after_due", "never"]
 
 
 class Strict(BaseModel):
@@ -70,6 +85,9 @@ class Quiz(Strict):
     passing_score: float | None = Field(default=None, gt=0, le=1)
     time_limit_minutes: int | None = Field(default=None, gt=0)
     shuffle_options: bool = False
+    max_attempts: int | None = Field(default=None, gt=0)
+    show_answers: ShowAnswers = "at_once"
+    due: Due | None = None
     sections: list[Section] = Field(default_factory=list)
     scoring_guide: list[Tier] = Field(default_factory=list)
     questions: list[Question] = Field(min_length=1)

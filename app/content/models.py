@@ -21,6 +21,11 @@ OPTION_KEY = re.compile(r"^[A-Z]$")
 
 def _due(value: object) -> object:
     # A date alone means the end of that day, UTC; a time without a zone is UTC.
+    if isinstance(value, str):
+        try:
+            value = date.fromisoformat(value.strip()) if len(value.strip()) == 10 else datetime.fromisoformat(value)
+        except ValueError:
+            return value  # pydantic reports it
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, date):

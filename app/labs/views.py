@@ -83,18 +83,14 @@ def lab_list(request: Request) -> HTMLResponse:
 def submission_page(submission_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
     lab = catalog.get_lab(content_dir(request), submission.lab_id)
-    if submission.user_id != user.id and not _partial(request):
-        # An instructor reviewing a student's work: whose it is, read-only, no Submit.
-        context = {
-            "lab": lab,
-            "submission": submission,
-            "author": review.author_name(submission, session=session),
-            "result": result_view(submission, lab, session=session),
-        }
+    # An instructor looking at a student's work: named as theirs, read-only, no Submit.
+    author = review.author_name(submission, session=session) if submission.user_id != user.id else None
+    result = result_view(submission, lab, session=session)
+    if author is not None and not _partial(request):
+        context = {"lab": lab, "submission": submission, "author": author, "result": result}
         response = render(request, "labs/review_submission.html", context)
     elif _partial(request):
-        response = render(request, "labs/lab.html", {"result": result_view(submission, lab, session=session),
-                                                     "lab": lab}, block="result")  # fmt: skip
+        response = render(request, "labs/lab.html", {"result": result, "lab": lab, "author": author}, block="result")
         if submission.done:
             response.headers["HX-Trigger"] = EVENT_CHANGED
     else:

@@ -172,7 +172,9 @@ def test_instructors_see_every_submission_and_regrade(client: TestClient, sessio
     session.refresh(row)
     assert row.status == SubmissionStatus.graded and row.regrades == 1
     r = client.post(
-        "/labs/ring-allreduce/regrade", data={"csrf_token": csrf_token(client), "confirm": "yes"}, follow_redirects=False
+        "/labs/ring-allreduce/regrade",
+        data={"csrf_token": csrf_token(client), "confirm": "yes"},
+        follow_redirects=False,
     )
     assert r.status_code == 303 and r.headers["location"] == "/labs/ring-allreduce/all?queued=1"
     session.refresh(row)

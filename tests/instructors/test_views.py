@@ -161,3 +161,8 @@ def test_a_lab_due_date_marks_late_submissions_in_the_gradebook_and_the_export(
     subs = list(csv.DictReader(io.StringIO(client.get("/labs/ring-allreduce/submissions.csv").text)))
     assert [(s["student"], s["late"]) for s in subs] == [("ada", "false"), ("ada", "true"), ("bob", "false")]
     assert "Due 02 Mar 2026, 09:30 UTC" in client.get("/labs/ring-allreduce/all").text
+    client.cookies.clear()
+    sign_in(client, "ada")  # the student sees the due date, and which of their submissions were late
+    lab_page = client.get("/labs/ring-allreduce").text
+    assert '<dd data-testid="due">02 Mar 2026, 09:30 UTC' in lab_page
+    assert lab_page.count('badge-late">late') == 1

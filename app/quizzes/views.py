@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep, WriteSessionDep
+from app.errors import NotFound
 from app.quizzes import attempts, service
 from app.web.templating import render
 
@@ -101,7 +102,12 @@ def submit(attempt_id: int, request: Request, session: SessionDep, user: Current
 
 @router.get("/attempts/{attempt_id}/result", response_class=HTMLResponse)
 def result(attempt_id: int, request: Request, session: WriteSessionDep, user: CurrentUser) -> Response:
-    attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
+    try:
+        attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
+    except NotFound:
+        if user.is_instructor:  # a student's attempt: the instructor's read-only view of it
+            return _go(request, f"/instructor/attempts/{attempt_id}")
+        raise
     if attempt.is_open:
         return _go(request, f"/quizzes/attempts/{attempt_id}")
     page = service.result_page(attempt, session=session, now=utcnow())

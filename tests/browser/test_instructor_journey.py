@@ -108,6 +108,15 @@ def test_an_instructor_reviews_a_student_regrades_a_lab_and_downloads_the_gradeb
     assert page.evaluate("window.__stays") == "review page"  # updated live, not reloaded
     shot(page, "6-regraded")
 
+    # Question statistics: each question's text and options next to its figures, first attempts by default.
+    page.goto("/instructor")
+    page.get_by_role("link", name="Question statistics").first.click()
+    expect(page.get_by_text("each student's first submitted attempt")).to_be_visible()
+    expect(page.locator("td.item-text").first).to_contain_text("?")
+    page.get_by_role("link", name="All attempts").click()
+    expect(page.get_by_text("over every submitted attempt")).to_be_visible()
+    shot(page, "7-statistics")
+
     # The gradebook as CSV.
     page.goto("/instructor/gradebook")
     with page.expect_download() as info:

@@ -132,7 +132,9 @@ def test_an_instructor_opens_a_students_attempt_read_only_with_the_key(
     attempt = session.scalars(select(QuizAttempt).where(QuizAttempt.user_id == klass.ada.id)).first()
     assert attempt is not None
     sign_in(client, "prof")
-    assert client.get(f"/quizzes/attempts/{attempt.id}/result").status_code == 404  # the student's own page
+    # The student's own result address takes an instructor to the read-only view.
+    r = client.get(f"/quizzes/attempts/{attempt.id}/result", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/instructor/attempts/{attempt.id}"
     page = client.get(f"/instructor/attempts/{attempt.id}").text
     assert "ada's attempt" in page and "read-only" in page and "right answer" in page
     assert "their answer" in page and "your answer" not in page

@@ -80,6 +80,7 @@ def test_due_date_is_shown_and_a_late_attempt_is_marked(client: TestClient, sess
     user = make_user(session, "pol-late")
     set_policy(session, "ch35-quiz", due_at=T0)
     make_attempt(session, user.id, "ch35-quiz", right=3, started_at=T0, submitted_at=T0 + timedelta(hours=2))
+    assert "due 02 Mar 2026, 09:00 UTC" in client.get("/quizzes").text
     sign_in(client, "pol-late")
     page = client.get("/quizzes/ch35-quiz").text
     assert "02 Mar 2026, 09:00 UTC" in page and "an attempt now is marked late" in page

@@ -23,6 +23,8 @@ from app.exercises.api import router as exercises_api
 from app.exercises.views import router as exercises_router
 from app.flashcards.api import router as flashcards_api
 from app.flashcards.views import router as flashcards_router
+from app.instructors.api import router as instructors_api
+from app.instructors.views import router as instructors_router
 from app.labs.api import router as labs_api
 from app.labs.views import router as labs_router
 from app.quizzes.api import router as quizzes_api
@@ -73,7 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     routers = (
         pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router, exercises_api,
-        flashcards_router, flashcards_api, labs_router, labs_api,
+        flashcards_router, flashcards_api, labs_router, labs_api, instructors_router, instructors_api,
     )  # fmt: skip
     for router in routers:
         # Flat, as include_router left them before FastAPI 0.137: it now keeps each router as a

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from labs.spec import Due  # one definition of a due date for quizzes and labs
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=80)]
 Text = Annotated[str, Field(min_length=1)]
 OPTION_KEY = re.compile(r"^[A-Z]$")
+
+
+ShowAnswers = Literal["at_once", "after_due", "never"]
 
 
 class Strict(BaseModel):
@@ -71,6 +76,9 @@ class Quiz(Strict):
     passing_score: float | None = Field(default=None, gt=0, le=1)
     time_limit_minutes: int | None = Field(default=None, gt=0)
     shuffle_options: bool = False
+    max_attempts: int | None = Field(default=None, gt=0)
+    show_answers: ShowAnswers = "at_once"
+    due: Due | None = None
     sections: list[Section] = Field(default_factory=list)
     scoring_guide: list[Tier] = Field(default_factory=list)
     questions: list[Question] = Field(min_length=1)

@@ -34,6 +34,10 @@ class Quiz(ContentItem, Base):
     passing_score: Mapped[float | None] = mapped_column(Float)
     time_limit_minutes: Mapped[int | None] = mapped_column(Integer)
     shuffle_options: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The attempt policy (None: unlimited; at_once / after_due / never) and the optional due date.
+    max_attempts: Mapped[int | None] = mapped_column(Integer)
+    show_answers: Mapped[str] = mapped_column(String(16), default="at_once", server_default="at_once")
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     sections: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     scoring_guide: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

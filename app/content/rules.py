@@ -73,6 +73,10 @@ def check_quiz(quiz: Quiz, source: Source) -> list[Problem]:
             problems.append(source.problem(at, f"{q.id}: missing field 'section' (the quiz has sections)"))
         elif q.section is not None and q.section not in section_ids:
             problems.append(source.problem((*at, "section"), f"{q.id}: unknown section '{q.section}'"))
+    if quiz.show_answers == "after_due" and quiz.due is None:
+        problems.append(
+            source.problem(("show_answers",), "show_answers: after_due needs a due date: add 'due: 2026-12-01'")
+        )
     tiers = [(t.min, t.max) for t in quiz.scoring_guide]
     for i, message in tier_problems(tiers, len(quiz.questions)) if tiers else []:
         problems.append(source.problem(("scoring_guide", i), message))

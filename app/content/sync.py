@@ -90,12 +90,15 @@ def _quiz_values(quiz: m.Quiz) -> dict[str, Any]:
         "passing_score": quiz.passing_score,
         "time_limit_minutes": quiz.time_limit_minutes,
         "shuffle_options": quiz.shuffle_options,
+        "max_attempts": quiz.max_attempts,
+        "show_answers": quiz.show_answers,
+        "due_at": quiz.due,
         "sections": [s.model_dump() for s in quiz.sections],
         "scoring_guide": [
             {**t.model_dump(), "recommendation_html": markdown.render_inline(t.recommendation)}
             for t in quiz.scoring_guide
         ],
-        "source": quiz.model_dump(exclude={"questions"}),
+        "source": quiz.model_dump(exclude={"questions"}, mode="json"),
     }
 
 

@@ -92,14 +92,6 @@ def history(lab_id: str, user_id: int, *, session: Session, limit: int = 50) -> 
     return list(session.scalars(query))
 
 
-def all_submissions(lab_id: str, *, session: Session, limit: int = 500) -> list[tuple[Submission, str]]:
-    """Every student's submissions to a lab, newest first, with the author's username (instructors)."""
-    query = (
-        select(S, User.username).join(User, User.id == S.user_id).where(S.lab_id == lab_id).order_by(S.id.desc())
-    ).limit(limit)
-    return [(s, name) for s, name in session.execute(query).all()]
-
-
 def position(submission: Submission, *, session: Session) -> int | None:
     """1 for the next job to be claimed; None once it is no longer queued."""
     if submission.status != SubmissionStatus.queued:

@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
@@ -14,7 +14,8 @@ from app.content.markdown import render as markdown
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep
 from app.errors import DomainError
-from app.labs import catalog, service, wire
+from app.instructors import exports
+from app.labs import catalog, review, service, wire
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
 from app.web.templating import render, templates
@@ -83,9 +84,14 @@ def lab_list(request: Request) -> HTMLResponse:
 def submission_page(submission_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
     lab = catalog.get_lab(content_dir(request), submission.lab_id)
-    if _partial(request):
-        response = render(request, "labs/lab.html", {"result": result_view(submission, lab, session=session),
-                                                     "lab": lab}, block="result")  # fmt: skip
+    # An instructor looking at a student's work: named as theirs, read-only, no Submit.
+    author = review.author_name(submission, session=session) if submission.user_id != user.id else None
+    result = result_view(submission, lab, session=session)
+    if author is not None and not _partial(request):
+        context = {"lab": lab, "submission": submission, "author": author, "result": result}
+        response = render(request, "labs/review_submission.html", context)
+    elif _partial(request):
+        response = render(request, "labs/lab.html", {"result": result, "lab": lab, "author": author}, block="result")
         if submission.done:
             response.headers["HX-Trigger"] = EVENT_CHANGED
     else:
@@ -152,18 +158,48 @@ def history(lab_id: str, request: Request, session: SessionDep, user: CurrentUse
 
 
 @router.get("/{lab_id}/all", response_class=HTMLResponse)
-def all_submissions(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
+def all_submissions(
+    lab_id: str,
+    request: Request,
+    session: SessionDep,
+    user: RequireInstructor,
+    student: Annotated[str, Query(max_length=40)] = "",
+    status: Annotated[str, Query(max_length=16)] = "",
+    best: bool = False,
+    page: Annotated[int, Query(ge=1)] = 1,
+    queued: Annotated[int | None, Query(ge=0)] = None,
+) -> HTMLResponse:
     lab = catalog.get_lab(content_dir(request), lab_id)
-    rows = service.all_submissions(lab.id, session=session)
-    context = {"lab": lab, "rows": rows, "workers": service.workers(session=session, now=utcnow())}
-    return render(request, "labs/submissions.html", context)
+    found = review.review(lab.id, review.Filters(student, status, best, page), session=session)
+    context = {"lab": lab, "page": found, "queued": queued, "statuses": review.STATUSES, "poll_ms": 1000,
+               "workers": service.workers(session=session, now=utcnow())}  # fmt: skip
+    response = render(request, "labs/submissions.html", context, block="rows" if _partial(request) else None)
+    response.headers.update(NO_STORE)
+    return response
+
+
+@router.get("/{lab_id}/submissions.csv")
+def submissions_csv(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
+    lab = catalog.get_lab(content_dir(request), lab_id)
+    records = exports.submission_records(review.every_submission(lab.id, session=session), lab.spec.due)
+    return exports.csv_response(exports.to_csv(exports.SUBMISSION_FIELDS, records), f"{lab.id}-submissions.csv")
 
 
 @router.post("/{lab_id}/regrade")
-def regrade_all(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
+def regrade_all(
+    lab_id: str,
+    request: Request,
+    session: SessionDep,
+    user: RequireInstructor,
+    confirm: Annotated[str, Form()] = "",
+) -> Response:
+    """Without ``confirm=yes``, a page that says how many jobs it would queue and asks first."""
     lab = catalog.get_lab(content_dir(request), lab_id)
-    service.regrade(None, lab.id, session=session, now=utcnow())
-    return _back(request, f"/labs/{lab.id}/all")
+    if confirm != "yes":
+        count = review.regradable(lab.id, session=session)
+        return render(request, "labs/regrade_confirm.html", {"lab": lab, "count": count})
+    queued = service.regrade(None, lab.id, session=session, now=utcnow())
+    return _back(request, f"/labs/{lab.id}/all?queued={queued}")
 
 
 def _back(request: Request, url: str) -> Response:

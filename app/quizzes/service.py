@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.content.records import Question, Quiz
 from app.errors import NotFound
-from app.quizzes import attempts, scoring, statistics
+from app.quizzes import attempts, policy, scoring, statistics
 from app.quizzes.models import QuizAttempt
 
 
@@ -178,10 +178,18 @@ class ResultPage:
     result: dict[str, Any]
     items: tuple[ReviewItem, ...]
     pass_mark: int | None
+    key_shown: bool = True  # the quiz's show_answers policy; an instructor always sees the key
+    late: bool = False
+    student: str | None = None  # set when an instructor reviews someone else's attempt
 
 
-def result_page(attempt: QuizAttempt, *, session: Session) -> ResultPage:
-    """The submitted attempt's frozen result with every question to review."""
+def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, reviewer: bool = False) -> ResultPage:
+    """The submitted attempt's frozen result with every question to review.
+
+    The key and explanations are included only where the quiz's policy allows it at ``now``
+    (or for an instructor, ``reviewer``); a page or API response built from a hidden-key
+    page must not show ``answer``, ``correct`` or ``explanation_*``.
+    """
     if attempt.result is None:
         raise attempts.AttemptClosed("This attempt is still open; submit it to see the result.")
     quiz = session.get(Quiz, attempt.quiz_id)
@@ -202,7 +210,13 @@ def result_page(attempt: QuizAttempt, *, session: Session) -> ResultPage:
         if m["id"] in views
     )
     result = attempt.result
-    return ResultPage(attempt, quiz, result, items, scoring.pass_mark(quiz.passing_score, result["max_score"]))
+    shown = reviewer or policy.key_visible(quiz.show_answers, quiz.due_at, now)
+    if not shown:
+        items = tuple(ReviewItem(i.question, i.choice, "", False, "", "") for i in items)
+    return ResultPage(
+        attempt, quiz, result, items, scoring.pass_mark(quiz.passing_score, result["max_score"]),
+        key_shown=shown, late=policy.is_late(attempt.submitted_at, quiz.due_at),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -238,17 +252,43 @@ def cards_to_review(user_id: int, *, session: Session, since: datetime | None = 
     return list(seen.values())
 
 
-def quiz_statistics(quiz_id: str, *, session: Session, now: datetime) -> statistics.QuizStats:
-    """Item statistics over every submitted attempt (expired ones are submitted first)."""
+@dataclass(frozen=True)
+class StatisticsPage:
+    stats: statistics.QuizStats
+    questions: dict[str, Question]  # by id: each item's text and options, next to its figures
+    all_attempts: bool
+
+
+def first_attempts(results: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each student's first submitted result; ``results`` are (user id, result) oldest first."""
+    seen: set[int] = set()
+    firsts = []
+    for user_id, result in results:
+        if user_id not in seen:
+            seen.add(user_id)
+            firsts.append(result)
+    return firsts
+
+
+def quiz_statistics(quiz_id: str, *, session: Session, now: datetime, all_attempts: bool = False) -> StatisticsPage:
+    """Item statistics over each student's first submitted attempt (or every one with ``all_attempts``).
+
+    First attempts by default: later attempts follow a seen key and would inflate facility.
+    Expired attempts are submitted first.
+    """
     summary = get_quiz(quiz_id, session=session)
     attempts.sweep_expired(session=session, now=now)
-    results = session.scalars(
-        select(QuizAttempt.result).where(QuizAttempt.quiz_id == quiz_id, QuizAttempt.result.is_not(None))
+    rows_ = session.execute(
+        select(QuizAttempt.user_id, QuizAttempt.result)
+        .where(QuizAttempt.quiz_id == quiz_id, QuizAttempt.result.is_not(None))
+        .order_by(QuizAttempt.started_at, QuizAttempt.id)
     ).all()
+    pairs = [(uid, r) for uid, r in rows_ if r]
+    results = [r for _, r in pairs] if all_attempts else first_attempts(pairs)
     rows = {q.id: q for q in session.scalars(_live_questions(quiz_id).order_by(Question.position))}
     order = scoring.question_order([(q.id, q.section_id) for q in rows.values()], summary.quiz.sections)
     items = [
         statistics.ItemInfo(qid, n, [o["key"] for o in rows[qid].options], rows[qid].answer)
         for n, qid in enumerate(order, 1)
     ]
-    return statistics.quiz_stats(summary.quiz.title, items, [r for r in results if r])
+    return StatisticsPage(statistics.quiz_stats(summary.quiz.title, items, results), rows, all_attempts)

@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep, WriteSessionDep
+from app.errors import NotFound
 from app.quizzes import attempts, service
 from app.web.templating import render
 
@@ -101,17 +102,23 @@ def submit(attempt_id: int, request: Request, session: SessionDep, user: Current
 
 @router.get("/attempts/{attempt_id}/result", response_class=HTMLResponse)
 def result(attempt_id: int, request: Request, session: WriteSessionDep, user: CurrentUser) -> Response:
-    attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
+    try:
+        attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
+    except NotFound:
+        if user.is_instructor:  # a student's attempt: the instructor's read-only view of it
+            return _go(request, f"/instructor/attempts/{attempt_id}")
+        raise
     if attempt.is_open:
         return _go(request, f"/quizzes/attempts/{attempt_id}")
-    return render(request, "quizzes/result.html", {"page": service.result_page(attempt, session=session)})
+    page = service.result_page(attempt, session=session, now=utcnow())
+    return render(request, "quizzes/result.html", {"page": page})
 
 
 @router.get("/{quiz_id}", response_class=HTMLResponse)
 def quiz_intro(quiz_id: str, request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
     summary = service.get_quiz(quiz_id, session=session)
     past = service.history(quiz_id, user.id, session=session, now=utcnow()) if user else []
-    return render(request, "quizzes/intro.html", {"summary": summary, "attempts": past})
+    return render(request, "quizzes/intro.html", {"summary": summary, "attempts": past, "now": utcnow()})
 
 
 @router.post("/{quiz_id}/attempts")
@@ -121,6 +128,13 @@ def start(quiz_id: str, request: Request, session: SessionDep, user: CurrentUser
 
 
 @router.get("/{quiz_id}/statistics", response_class=HTMLResponse)
-def statistics(quiz_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
-    stats = service.quiz_statistics(quiz_id, session=session, now=utcnow())
-    return render(request, "quizzes/statistics.html", {"stats": stats, "quiz_id": quiz_id})
+def statistics(
+    quiz_id: str,
+    request: Request,
+    session: WriteSessionDep,
+    user: RequireInstructor,
+    which: Annotated[str, Query(alias="attempts", pattern="^(first|all)$")] = "first",
+) -> HTMLResponse:
+    page = service.quiz_statistics(quiz_id, session=session, now=utcnow(), all_attempts=which == "all")
+    context = {"stats": page.stats, "questions": page.questions, "all_attempts": page.all_attempts, "quiz_id": quiz_id}
+    return render(request, "quizzes/statistics.html", context)

@@ -1,4 +1,4 @@
-"""Dashboard, instructor overview and health check."""
+"""Dashboard and health check (the instructor pages are app.instructors)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.accounts import stats as account_stats
 from app.content import service as content
 from app.db import utcnow
-from app.deps import OptionalUser, RequireInstructor, SessionDep
+from app.deps import OptionalUser, SessionDep
 from app.flashcards import study as flashcards
 from app.labs import service as labs
 from app.quizzes import service as quizzes
@@ -31,12 +30,6 @@ def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTML
             "labs_pending": labs.in_flight(user.id, session=session),
         }
     return render(request, "home.html", {"counts": content.live_counts(session), "waiting": waiting})
-
-
-@router.get("/instructor", response_class=HTMLResponse)
-def instructor(request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
-    context = {"counts": content.live_counts(session), "people": account_stats.people(session=session)}
-    return render(request, "instructor/index.html", context)
 
 
 @router.get("/healthz")

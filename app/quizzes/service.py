@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from app.content.records import Question, Quiz
+from app.content.records import Card, Question, Quiz
 from app.errors import NotFound
 from app.quizzes import attempts, scoring, statistics
 from app.quizzes.models import QuizAttempt
@@ -134,6 +134,12 @@ class AttemptPage:
         return [q for q in self.questions if q.id not in self.choices]
 
     @property
+    def resume_number(self) -> int:
+        """Where a resumed attempt opens: the first unanswered question, else the last one."""
+        missing = self.unanswered
+        return missing[0].number if missing else len(self.questions)
+
+    @property
     def seconds_left(self) -> int | None:
         if self.attempt.deadline is None:
             return None
@@ -169,6 +175,7 @@ class ReviewItem:
     correct: bool
     explanation_html: str
     explanation_text: str
+    cards: tuple[Card, ...] = ()  # the flashcards that teach this question (its ``cards:``)
 
 
 @dataclass(frozen=True)
@@ -189,6 +196,8 @@ def result_page(attempt: QuizAttempt, *, session: Session) -> ResultPage:
     questions = attempts.questions_of(attempt, session=session)
     by_id = {q.id: q for q in questions}
     views = {v.id: v for v in _views(quiz, attempt, questions)}
+    wanted = {c for q in questions for c in (q.card_ids or [])}
+    live = {c.id: c for c in session.scalars(select(Card).where(Card.id.in_(wanted), Card.retired_at.is_(None)))}
     items = tuple(
         ReviewItem(
             views[m["id"]],
@@ -197,6 +206,7 @@ def result_page(attempt: QuizAttempt, *, session: Session) -> ResultPage:
             m["correct"],
             by_id[m["id"]].explanation_html,
             by_id[m["id"]].source.get("explanation", ""),
+            tuple(live[c] for c in (by_id[m["id"]].card_ids or []) if c in live),
         )
         for m in attempt.result["marks"]
         if m["id"] in views

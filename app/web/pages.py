@@ -39,6 +39,12 @@ def instructor(request: Request, session: SessionDep, user: RequireInstructor) -
     return render(request, "instructor/index.html", context)
 
 
+@router.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+def api_docs(request: Request) -> HTMLResponse:
+    """Swagger UI from static/vendor (npm swagger-ui-dist): no CDN, so the page works under the CSP."""
+    return render(request, "api_docs.html")
+
+
 @router.get("/healthz")
 def healthz(request: Request) -> JSONResponse:
     """200 when the database answers and content has been loaded, 503 otherwise."""

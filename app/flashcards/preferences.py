@@ -112,7 +112,8 @@ def time_zones() -> list[str]:
 def check_zone(name: str) -> str:
     """``name`` if it is a time zone of the list; InvalidInput (field ``time_zone``) otherwise."""
     if name != "UTC" and name not in time_zones():
-        raise InvalidInput(f"Unknown time zone '{name}'; choose one from the list, like Europe/Paris.", field="time_zone")
+        message = f"Unknown time zone '{name}'; choose one from the list, like Europe/Paris."
+        raise InvalidInput(message, field="time_zone")
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):

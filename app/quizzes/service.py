@@ -136,8 +136,7 @@ class AttemptPage:
     @property
     def resume_number(self) -> int:
         """Where a resumed attempt opens: the first unanswered question, else the last one."""
-        missing = self.unanswered
-        return missing[0].number if missing else len(self.questions)
+        return attempts.resume_number([q.id for q in self.questions], self.choices)
 
     @property
     def seconds_left(self) -> int | None:

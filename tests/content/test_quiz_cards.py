@@ -29,3 +29,8 @@ def test_every_question_has_a_cards_line(content_tree: ContentTree) -> None:
 def test_most_questions_lead_to_cards(content_tree: ContentTree) -> None:
     with_cards = [q.id for quiz in content_tree.quizzes for q in quiz.questions if q.cards]
     assert len(with_cards) == 28  # 12 of the 40 (Ray, NCCL set-up, fault tolerance…) have no card
+
+
+def test_both_seed_quizzes_shuffle_option_order(content_tree: ContentTree) -> None:
+    # In Module 202, 15 of the 25 answers are B: a fixed order would teach the letter, not the answer.
+    assert {quiz.id: quiz.shuffle_options for quiz in content_tree.quizzes} == {"ch35-quiz": True, "module-202": True}

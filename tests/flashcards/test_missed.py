@@ -116,7 +116,8 @@ def test_result_page_lists_cards_and_the_session_studies_them(
     assert "You have reviewed the 2 flashcards" in client.get(f"/quizzes/attempts/{attempt_id}/result").text
     without_js = client.post("/flashcards/missed/rate", data=form | {"card_id": "mdt-040", "version": "1"},
                              follow_redirects=False)  # fmt: skip
-    assert without_js.status_code == 303 and without_js.headers["location"] == f"/flashcards/missed?attempt={attempt_id}"
+    assert without_js.status_code == 303
+    assert without_js.headers["location"] == f"/flashcards/missed?attempt={attempt_id}"
 
 
 def test_missed_session_is_private(client: TestClient, session: Session, key: dict[str, str]) -> None:

@@ -85,11 +85,13 @@ def test_tapping_an_option_selects_that_option(phone: Page) -> None:
     fits(phone)
     shot(phone, "quiz")
     for number in (1, 2):
+        # The question has been swapped in (htmx) before anything on it is tapped.
+        expect(phone.locator(".question-meta")).to_contain_text(f"Question {number} of 25")
         option = phone.locator("label.option", has=phone.locator("input[value='A']"))
         option.scroll_into_view_if_needed()
         option.tap()
         expect(option.locator("input")).to_be_checked()
-        expect(phone.get_by_text(f"Question {number} of 25", exact=False)).to_be_visible()  # not another question
+        expect(phone.locator(".question-meta")).to_contain_text(f"Question {number} of 25")  # not another question
         expect(phone.get_by_text(f"{number} of 25 answered")).to_be_visible()
         # Every option is the topmost element at its own centre: nothing lies over the options.
         for label in phone.locator("label.option").all():

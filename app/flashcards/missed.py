@@ -20,7 +20,7 @@ from app.errors import NotFound
 from app.flashcards.models import CardState, Review
 from app.flashcards.preferences import get_prefs
 from app.flashcards.scheduling import Snapshot, previews
-from app.quizzes import attempts
+from app.quizzes.models import QuizAttempt
 from app.quizzes.service import cards_to_review
 
 
@@ -36,7 +36,10 @@ def pending(flags: list[tuple[str, datetime]], last_reviews: dict[str, datetime]
 
 def attempt_flags(attempt_id: int, user_id: int, *, session: Session, now: datetime) -> list[tuple[str, datetime]]:
     """The cards of the questions missed in one submitted attempt, in question order, flagged at its submission."""
-    attempt = attempts.get_attempt(attempt_id, user_id, session=session, now=now)
+    # Read only (a GET page calls this): an open attempt, even one past its deadline, has no result yet.
+    attempt = session.get(QuizAttempt, attempt_id)
+    if attempt is None or attempt.user_id != user_id:
+        raise NotFound(f"No attempt {attempt_id} of yours.")
     if attempt.result is None or attempt.submitted_at is None:
         return []
     missed = [m["id"] for m in attempt.result.get("marks", []) if not m["correct"]]

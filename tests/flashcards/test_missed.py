@@ -127,3 +127,12 @@ def test_missed_session_is_private(client: TestClient, session: Session, key: di
     sign_in(client, "miss-other")
     assert client.get(f"/flashcards/missed?attempt={attempt_id}").status_code == 404
     assert "No cards from missed questions are waiting" in client.get("/flashcards/missed").text
+
+
+def test_an_open_attempt_has_nothing_to_study_yet(client: TestClient, session: Session) -> None:
+    user = make_user(session, "miss-open")
+    attempt, _ = attempts.start_attempt("module-202", user.id, session=session, now=T0)  # long past its deadline
+    session.commit()
+    sign_in(client, "miss-open")
+    page = client.get(f"/flashcards/missed?attempt={attempt.id}")  # a reader session: nothing may be written
+    assert page.status_code == 200 and "data-missed-done" in page.text

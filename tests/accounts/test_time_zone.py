@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
-from app.flashcards import preferences
+from app.flashcards import preferences, study
 from app.flashcards.models import StudySettings
 from app.web.templating import local_time
 from tests.factories import csrf_token, make_user, sign_in
@@ -55,3 +55,15 @@ def test_times_are_shown_in_the_students_zone(client: TestClient, session: Sessi
     sign_in(client, "tz-page")
     started = client.post("/quizzes/ch35-quiz/attempts", data={"csrf_token": csrf_token(client)})
     assert started.status_code == 200 and "IST</time>" in started.text and " UTC" not in started.text
+
+
+def test_the_zone_chosen_at_sign_up_sets_the_flashcard_day(client: TestClient, session: Session) -> None:
+    assert signup(client, "tz-auckland", time_zone="Pacific/Auckland").status_code == 303
+    user = session.scalars(select(User).where(User.username_key == "tz-auckland")).one()
+    day_starts = datetime(2026, 1, 15, 15, 0, tzinfo=UTC)  # 4 am on 16 January in Auckland (NZDT, UTC+13)
+    for n in range(1, 21):
+        study.rate(user.id, f"mdt-{n:03d}", 5, session=session, now=day_starts - timedelta(hours=1), fuzz=False)
+    before = study.study_view(user.id, "mire-dis-train", session=session, now=day_starts - timedelta(minutes=1))
+    assert before.counts.new == 0  # the day's 20 new cards are done
+    after = study.study_view(user.id, "mire-dis-train", session=session, now=day_starts)
+    assert after.counts.new == 20  # a new study day at 4 am Auckland time, not at 4 am UTC

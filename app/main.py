@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.writer_thread.shutdown()
         engine.dispose()
 
-    app = FastAPI(title="Ringlab", version="0.1.0", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
+    app = FastAPI(title="Ringlab", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)

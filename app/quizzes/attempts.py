@@ -123,6 +123,14 @@ def get_attempt(attempt_id: int, user_id: int, *, session: Session, now: datetim
     return attempt
 
 
+def resume_number(question_ids: list[str], answered: set[str] | dict[str, str]) -> int:
+    """Where a resumed attempt opens: the first question not answered (1-based), else the last (pure)."""
+    for number, qid in enumerate(question_ids, start=1):
+        if qid not in answered:
+            return number
+    return max(len(question_ids), 1)
+
+
 def choices_of(attempt: QuizAttempt, *, session: Session) -> dict[str, str]:
     """Question id -> the option saved for it."""
     rows = session.execute(

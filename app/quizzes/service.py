@@ -7,13 +7,13 @@ explanation, so no template or API response of an open attempt can leak them by 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from app.content.records import Question, Quiz
+from app.content.records import Card, Question, Quiz
 from app.errors import NotFound
 from app.quizzes import attempts, policy, scoring, statistics
 from app.quizzes.models import QuizAttempt
@@ -134,6 +134,11 @@ class AttemptPage:
         return [q for q in self.questions if q.id not in self.choices]
 
     @property
+    def resume_number(self) -> int:
+        """Where a resumed attempt opens: the first unanswered question, else the last one."""
+        return attempts.resume_number([q.id for q in self.questions], self.choices)
+
+    @property
     def seconds_left(self) -> int | None:
         if self.attempt.deadline is None:
             return None
@@ -169,6 +174,7 @@ class ReviewItem:
     correct: bool
     explanation_html: str
     explanation_text: str
+    cards: tuple[Card, ...] = ()  # the flashcards that teach this question (its ``cards:``)
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,8 @@ def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, review
     questions = attempts.questions_of(attempt, session=session)
     by_id = {q.id: q for q in questions}
     views = {v.id: v for v in _views(quiz, attempt, questions)}
+    wanted = {c for q in questions for c in (q.card_ids or [])}
+    live = {c.id: c for c in session.scalars(select(Card).where(Card.id.in_(wanted), Card.retired_at.is_(None)))}
     items = tuple(
         ReviewItem(
             views[m["id"]],
@@ -205,6 +213,7 @@ def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, review
             m["correct"],
             by_id[m["id"]].explanation_html,
             by_id[m["id"]].source.get("explanation", ""),
+            tuple(live[c] for c in (by_id[m["id"]].card_ids or []) if c in live),
         )
         for m in attempt.result["marks"]
         if m["id"] in views
@@ -227,7 +236,15 @@ class CardToReview:
     flagged_at: datetime
 
 
-def cards_to_review(user_id: int, *, session: Session, since: datetime | None = None) -> list[CardToReview]:
+def hidden_keys(quiz_ids: set[str], *, session: Session, now: datetime) -> set[str]:
+    """The quizzes among ``quiz_ids`` whose answer key students may not see at ``now``."""
+    rows = session.execute(select(Quiz.id, Quiz.show_answers, Quiz.due_at).where(Quiz.id.in_(quiz_ids))).all()
+    return {qid for qid, show, due in rows if not policy.key_visible(show, due, now)}
+
+
+def cards_to_review(
+    user_id: int, *, session: Session, since: datetime | None = None, now: datetime | None = None
+) -> list[CardToReview]:
     """Flashcards named by questions the student got wrong (or left blank) in submitted attempts.
 
     Newest first, one entry per card; ``since`` keeps only attempts submitted after it. The
@@ -237,6 +254,9 @@ def cards_to_review(user_id: int, *, session: Session, since: datetime | None = 
     if since is not None:
         query = query.where(QuizAttempt.submitted_at > since)
     rows = session.scalars(query.order_by(QuizAttempt.submitted_at.desc(), QuizAttempt.id.desc())).all()
+    # Which questions were missed is part of the key: none while the quiz's policy hides it.
+    hidden = hidden_keys({a.quiz_id for a in rows}, session=session, now=now or datetime.now(UTC))
+    rows = [a for a in rows if a.quiz_id not in hidden]
     missed = {(a.id, m["id"]) for a in rows for m in (a.result or {}).get("marks", []) if not m["correct"]}
     cards_of = dict(
         session.execute(select(Question.id, Question.card_ids).where(Question.id.in_({q for _, q in missed}))).all()

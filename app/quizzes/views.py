@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep, WriteSessionDep
 from app.errors import NotFound
+from app.flashcards import missed
 from app.quizzes import attempts, service
 from app.web.templating import render
 
@@ -45,14 +46,19 @@ def quiz_list(request: Request, session: SessionDep) -> HTMLResponse:
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse)
 def attempt_page(
-    attempt_id: int, request: Request, session: WriteSessionDep, user: CurrentUser, q: Annotated[int, Query()] = 1
+    attempt_id: int,
+    request: Request,
+    session: WriteSessionDep,
+    user: CurrentUser,
+    q: Annotated[int | None, Query()] = None,
 ) -> Response:
     now = utcnow()
     attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)
     if not attempt.is_open:
         return _go(request, _result_url(attempt_id))
     page = service.attempt_page(attempt, session=session, now=now)
-    context = {"page": page, "current": page.question(q), "confirm": False}
+    # Without a question number (a resume), open the first question not yet answered.
+    context = {"page": page, "current": page.question(q or page.resume_number), "confirm": False}
     block = "workspace" if _partial(request) else None
     return _fresh(render(request, "quizzes/attempt.html", context, block=block))
 
@@ -102,16 +108,18 @@ def submit(attempt_id: int, request: Request, session: SessionDep, user: Current
 
 @router.get("/attempts/{attempt_id}/result", response_class=HTMLResponse)
 def result(attempt_id: int, request: Request, session: WriteSessionDep, user: CurrentUser) -> Response:
+    now = utcnow()
     try:
-        attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
+        attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)
     except NotFound:
         if user.is_instructor:  # a student's attempt: the instructor's read-only view of it
             return _go(request, f"/instructor/attempts/{attempt_id}")
         raise
     if attempt.is_open:
         return _go(request, f"/quizzes/attempts/{attempt_id}")
-    page = service.result_page(attempt, session=session, now=utcnow())
-    return render(request, "quizzes/result.html", {"page": page})
+    page = service.result_page(attempt, session=session, now=now)
+    to_study = missed.pending_cards(user.id, session=session, now=now, attempt_id=attempt_id)
+    return render(request, "quizzes/result.html", {"page": page, "to_study": to_study})
 
 
 @router.get("/{quiz_id}", response_class=HTMLResponse)

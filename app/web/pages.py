@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from sqlalchemy import text
@@ -10,9 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.content import service as content
 from app.db import utcnow
 from app.deps import OptionalUser, SessionDep
-from app.flashcards import study as flashcards
-from app.labs import service as labs
-from app.quizzes import service as quizzes
+from app.web import dashboard as dashboard_service
 from app.web.templating import render
 
 router = APIRouter()
@@ -20,16 +20,17 @@ router = APIRouter()
 
 @router.get("/", response_class=HTMLResponse)
 def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    waiting = None
+    board = None
     if user:
-        # What is waiting for this student today.
-        now = utcnow()
-        waiting = {
-            "cards_due": flashcards.cards_due(user.id, session=session, now=now),
-            "quizzes_open": quizzes.quizzes_open(user.id, session=session, now=now),
-            "labs_pending": labs.in_flight(user.id, session=session),
-        }
-    return render(request, "home.html", {"counts": content.live_counts(session), "waiting": waiting})
+        content_dir = Path(request.app.state.settings.content_dir)
+        board = dashboard_service.build(user.id, session=session, now=utcnow(), content_dir=content_dir)
+    return render(request, "home.html", {"counts": content.live_counts(session), "board": board})
+
+
+@router.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+def api_docs(request: Request) -> HTMLResponse:
+    """Swagger UI from static/vendor (npm swagger-ui-dist): no CDN, so the page works under the CSP."""
+    return render(request, "api_docs.html")
 
 
 @router.get("/healthz")

@@ -58,7 +58,7 @@ class Grader:
             if pool_size and self.refusal is None
             else None
         )
-        self.labs: dict[str, tuple[Lab, ModuleType]] = {}
+        self.labs: dict[Path, tuple[Lab, ModuleType]] = {}  # by folder: one per lab version
         self.jobs = 0
 
     def close(self) -> None:
@@ -73,15 +73,17 @@ class Grader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def lab(self, lab_id: str) -> tuple[Lab, ModuleType]:
-        if lab_id not in self.labs:
-            lab = load_lab(self.content_dir / lab_id)
+    def lab(self, lab_id: str, lab_dir: Path | None = None) -> tuple[Lab, ModuleType]:
+        """The lab and its checks module, from ``lab_dir`` (a folder per lab version) or the content folder."""
+        folder = Path(lab_dir) if lab_dir is not None else self.content_dir / lab_id
+        if folder not in self.labs:
+            lab = load_lab(folder)
             spec = importlib.util.spec_from_file_location(f"ringlab_checks_{lab_id.replace('-', '_')}", lab.checks_path)
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-            self.labs[lab_id] = (lab, module)
-        return self.labs[lab_id]
+            self.labs[folder] = (lab, module)
+        return self.labs[folder]
 
     def grade(
         self,
@@ -92,14 +94,16 @@ class Grader:
         backend: str | None = None,
         time_limit_s: float | None = None,
         seed: int | None = None,
+        lab_dir: Path | None = None,
     ) -> Verdict:
         """Run ``code`` against every check of the lab and say how it did. Never raises for bad code.
 
         ``world_sizes`` and ``backend`` default to the lab's; ``backend="nccl"`` runs one GPU per rank
-        and needs a Grader made with ``gpus=True`` on a worker with enough GPUs.
+        and needs a Grader made with ``gpus=True`` on a worker with enough GPUs. ``lab_dir`` grades
+        against that folder (one lab version) instead of the content folder's copy of the lab.
         """
         started = time.monotonic()
-        lab, checks = self.lab(lab_id)
+        lab, checks = self.lab(lab_id, lab_dir)
         spec = lab.spec
         backend = backend or spec.backends[0]
         sizes = world_sizes or spec.world_sizes
@@ -138,6 +142,10 @@ class Grader:
             return self._verdict(lab, "refused", f"grading is unavailable: {self.refusal}", [])
         if len(code) > MAX_CODE:
             return self._verdict(lab, "compile_error", f"the submission is longer than {MAX_CODE} characters", [])
+        if "\0" in code:  # compile() would say "line None"
+            line = code.count("\n", 0, code.index("\0")) + 1
+            message = f"the file contains a NUL byte (line {line}); save it as plain UTF-8 text without NUL bytes"
+            return self._verdict(lab, "compile_error", message, [])
         try:
             compile(code, judge_source_name(), "exec", dont_inherit=True)
         except SyntaxError as exc:
@@ -346,6 +354,11 @@ def describe_end(g: GroupRun) -> str:
         for i in infos
         if i.get("state") != "finished"
     ]
+    if not stuck:  # every rank returned, yet its connection stayed open: a process of its own held it
+        return (
+            "every rank returned its results, but processes a rank started were still running (a fork bomb, "
+            "a daemon or a child process left behind); a rank must not leave processes running"
+        )
     if g.status == "deadlock":
         return "deadlock: every unfinished rank was waiting: " + ", ".join(stuck)
     return "time limit exceeded while ranks were busy: " + ", ".join(stuck)

@@ -13,11 +13,12 @@ from sqlalchemy.orm import Session
 from app.accounts.models import User
 from app.errors import Conflict, DomainError, NotFound, RateLimited
 from app.labs import wake
+from app.labs.catalog import PublishedLab as Lab
 from app.labs.catalog import gpus_needed
 from app.labs.models import IN_FLIGHT, LabWorker, Submission, SubmissionStatus
+from app.labs.queue import ALIVE_S
 from app.labs.settings import LabSettings
 from app.web.auth import Principal
-from labs.spec import Lab
 
 S = Submission
 
@@ -63,6 +64,7 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
     submission = S(
         user_id=user.id,
         lab_id=lab.id,
+        lab_version=lab.version,
         code=code,
         status=SubmissionStatus.queued,
         gpus_needed=gpus_needed(lab),
@@ -133,14 +135,10 @@ def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, 
     return queued
 
 
-def workers(*, session: Session, now: datetime, alive_s: float = 180) -> list[LabWorker]:
-    return list(
-        session.scalars(
-            select(LabWorker)
-            .where(LabWorker.last_seen_at > now - timedelta(seconds=alive_s))
-            .order_by(LabWorker.started_at)
-        )
-    )
+def workers(*, session: Session, now: datetime, alive_s: float = ALIVE_S) -> list[LabWorker]:
+    """The workers alive now: heartbeating within ``alive_s`` and not stopped (or seen dead)."""
+    alive = (LabWorker.last_seen_at > now - timedelta(seconds=alive_s)) & LabWorker.stopped_at.is_(None)
+    return list(session.scalars(select(LabWorker).where(alive).order_by(LabWorker.started_at)))
 
 
 def checks(submission: Submission, lab: Lab) -> list[dict[str, Any]]:

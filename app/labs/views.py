@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
@@ -15,20 +14,16 @@ from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep
 from app.errors import DomainError
 from app.labs import catalog, service
+from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
 from app.web.templating import render, templates
-from labs.spec import Lab
 
 router = APIRouter(prefix="/labs", tags=["labs"])
 # htmx events, named once: the history table reloads when a result arrives.
 EVENT_CHANGED = "labs-submission-changed"
 POLL_MS = 300
 NO_STORE = {"Cache-Control": "no-store"}
-
-
-def content_dir(request: Request) -> Path:
-    return Path(request.app.state.settings.content_dir)
 
 
 def limits(request: Request) -> service.Limits:
@@ -74,14 +69,14 @@ def _lab_page(request: Request, lab: Lab, user: Any, current: Submission | None,
 
 
 @router.get("", response_class=HTMLResponse)
-def lab_list(request: Request) -> HTMLResponse:
-    return render(request, "labs/list.html", {"labs": list(catalog.all_labs(content_dir(request)).values())})
+def lab_list(request: Request, session: SessionDep) -> HTMLResponse:
+    return render(request, "labs/list.html", {"labs": list(catalog.all_labs(session).values())})
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(submission_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
-    lab = catalog.get_lab(content_dir(request), submission.lab_id)
+    lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
     if _partial(request):
         response = render(request, "labs/lab.html", {"result": result_view(submission, lab, session=session),
                                                      "lab": lab}, block="result")  # fmt: skip
@@ -102,7 +97,7 @@ def regrade_one(submission_id: int, request: Request, session: SessionDep, user:
 
 @router.get("/{lab_id}", response_class=HTMLResponse)
 def lab_page(lab_id: str, request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     latest = service.history(lab.id, user.id, session=session, limit=1) if user else []
     return render(
         request, "labs/lab.html", _lab_page(request, lab, user, latest[0] if latest else None, session=session)
@@ -110,8 +105,8 @@ def lab_page(lab_id: str, request: Request, session: SessionDep, user: OptionalU
 
 
 @router.get("/{lab_id}/starter.py", response_class=PlainTextResponse)
-def starter(lab_id: str, request: Request) -> PlainTextResponse:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+def starter(lab_id: str, session: SessionDep) -> PlainTextResponse:
+    lab = catalog.get_lab(session, lab_id)
     disposition = f'attachment; filename="{lab.id.replace("-", "_")}.py"'
     return PlainTextResponse(lab.starter, media_type="text/x-python", headers={"Content-Disposition": disposition})
 
@@ -125,7 +120,7 @@ async def submit(
     code: Annotated[str, Form()] = "",
     upload: Annotated[UploadFile | None, File()] = None,
 ) -> Response:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     if upload is not None and upload.filename:
         raw = await upload.read(limits(request).max_code_bytes + 1)
         try:
@@ -143,7 +138,7 @@ async def submit(
 
 @router.get("/{lab_id}/history", response_class=HTMLResponse)
 def history(lab_id: str, request: Request, session: SessionDep, user: CurrentUser) -> HTMLResponse:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     context = {"lab": lab, "history": service.history(lab.id, user.id, session=session)}
     response = render(request, "labs/lab.html", context, block="history")
     response.headers.update(NO_STORE)
@@ -152,7 +147,7 @@ def history(lab_id: str, request: Request, session: SessionDep, user: CurrentUse
 
 @router.get("/{lab_id}/all", response_class=HTMLResponse)
 def all_submissions(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     rows = service.all_submissions(lab.id, session=session)
     context = {"lab": lab, "rows": rows, "workers": service.workers(session=session, now=utcnow())}
     return render(request, "labs/submissions.html", context)
@@ -160,7 +155,7 @@ def all_submissions(lab_id: str, request: Request, session: SessionDep, user: Re
 
 @router.post("/{lab_id}/regrade")
 def regrade_all(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     service.regrade(None, lab.id, session=session, now=utcnow())
     return _back(request, f"/labs/{lab.id}/all")
 
@@ -172,11 +167,13 @@ def _back(request: Request, url: str) -> Response:
 
 
 def _lab_for_exercise(request: Request, exercise_id: str) -> Lab | None:
-    return catalog.lab_for_exercise(content_dir(request), exercise_id)
+    with request.app.state.readers() as session:
+        return catalog.lab_for_exercise(session, exercise_id)
 
 
 def _labs(request: Request) -> list[Lab]:
-    return list(catalog.all_labs(content_dir(request)).values())
+    with request.app.state.readers() as session:
+        return list(catalog.all_labs(session).values())
 
 
 # The exercise pages link to their labs without the exercises package knowing about labs.

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 
 from app.accounts import stats as account_stats
 from app.content import service as content
@@ -13,7 +11,9 @@ from app.db import utcnow
 from app.deps import OptionalUser, RequireInstructor, SessionDep
 from app.flashcards import study as flashcards
 from app.labs import service as labs
+from app.labs.settings import LabSettings
 from app.quizzes import service as quizzes
+from app.web import health
 from app.web.templating import render
 
 router = APIRouter()
@@ -41,14 +41,7 @@ def instructor(request: Request, session: SessionDep, user: RequireInstructor) -
 
 @router.get("/healthz")
 def healthz(request: Request) -> JSONResponse:
-    """200 when the database answers and content has been loaded, 503 otherwise."""
-    checks = {"database": False, "content": False}
-    try:
-        with request.app.state.readers() as session:
-            session.execute(text("SELECT 1"))
-            checks["database"] = True
-            checks["content"] = content.last_sync(session) is not None
-    except SQLAlchemyError:
-        pass
-    ok = all(checks.values())
-    return JSONResponse({"status": "ok" if ok else "unavailable", **checks}, status_code=200 if ok else 503)
+    """200 when the site can do its job, 503 otherwise; a report per component (app.web.health)."""
+    max_age = getattr(request.app.state, "lab_settings", None) or LabSettings()
+    ok, body = health.report(request.app.state, max_queue_age_s=max_age.health_max_queue_age_s)
+    return JSONResponse(body, status_code=200 if ok else 503, headers={"Cache-Control": "no-store"})

@@ -359,8 +359,11 @@ def describe_end(g: GroupRun) -> str:
             "every rank returned its results, but processes a rank started were still running (a fork bomb, "
             "a daemon or a child process left behind); a rank must not leave processes running"
         )
-    if g.status == "deadlock":
-        return "deadlock: every unfinished rank was waiting: " + ", ".join(stuck)
+    if g.status == "deadlock":  # the zygote cannot tell a hung collective from a rank out of processes
+        return (
+            "deadlock: every unfinished rank was waiting: " + ", ".join(stuck) + " (a rank that started too many "
+            "processes, such as a fork bomb, also stops like this: at most 64 per rank)"
+        )
     return "time limit exceeded while ranks were busy: " + ", ".join(stuck)
 
 

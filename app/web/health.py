@@ -50,20 +50,20 @@ class WriteProbe:
         self.result: tuple[bool, str | None] = (False, "not checked yet")
 
     def check(self, factory: sessionmaker[Session], url: str) -> tuple[bool, str | None]:
+        folder = sqlite_dir(url)
+        if folder is not None:  # cheap (statvfs): every time
+            free = shutil.disk_usage(folder).free
+            if free < MIN_FREE_BYTES:
+                return False, f"the data directory {folder} is full ({free} bytes free)"
         with self.lock:
             if time.monotonic() - self.at < PROBE_EVERY_S:
                 return self.result
-            self.result = self._write(factory, url)
+            self.result = self._write(factory)
             self.at = time.monotonic()
             return self.result
 
     @staticmethod
-    def _write(factory: sessionmaker[Session], url: str) -> tuple[bool, str | None]:
-        folder = sqlite_dir(url)
-        if folder is not None:
-            free = shutil.disk_usage(folder).free
-            if free < MIN_FREE_BYTES:
-                return False, f"the data directory {folder} is full ({free} bytes free)"
+    def _write(factory: sessionmaker[Session]) -> tuple[bool, str | None]:
         try:
             with session_scope(factory) as session:
                 now = utcnow()

@@ -137,6 +137,8 @@ class Deck(Strict):
 class LabContent(Strict):
     """A validated lab folder: its ``lab.yaml`` as data and every file of the folder (``mutants/`` aside)."""
 
+    model_config = ConfigDict(str_strip_whitespace=False)  # files are kept byte for byte
+
     id: Id
     title: Text
     exercise: Id

@@ -11,6 +11,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
+from app.content.records import Lab as LabRow
 from app.errors import Conflict, DomainError, NotFound, RateLimited
 from app.labs import wake
 from app.labs.catalog import PublishedLab as Lab
@@ -112,7 +113,9 @@ def position(submission: Submission, *, session: Session) -> int | None:
 
 
 def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, now: datetime) -> int:
-    """Queue submissions again (by id, or every one of the lab when None); running ones are left alone."""
+    """Queue submissions again (by id, or every one of the lab when None); running ones are left alone.
+
+    A re-grade is against the lab's current version: that is why an instructor re-grades (fixed checks)."""
     query = update(S).where(S.lab_id == lab_id, S.status.not_in(IN_FLIGHT))
     if submission_ids is not None:
         query = query.where(S.id.in_(submission_ids))
@@ -126,6 +129,7 @@ def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, 
             heartbeat_at=None,
             finished_at=None,
             regrades=S.regrades + 1,
+            lab_version=select(LabRow.version).where(LabRow.id == S.lab_id).scalar_subquery(),
         ).execution_options(synchronize_session=False)
     )
     session.expire_all()

@@ -99,3 +99,22 @@ def test_pages_and_grading_keep_the_last_good_lab_while_the_folder_is_broken(
     assert created.status_code == 202
     polled = client.get(f"/api/v1/submissions/{created.json()['id']}", headers=auth)
     assert polled.status_code == 200 and polled.json()["status"] == "queued"
+
+
+def test_a_regrade_is_against_the_current_version(session: Session, tmp_path: Path) -> None:
+    from app.labs import service
+    from app.labs.models import Submission
+
+    user = make_user(session, "labsync-regrade")
+    row = Submission(user_id=user.id, lab_id="ring-allreduce", lab_version=1, code="x = 1\n", status="error",
+                     gpus_needed=0, attempts=1, regrades=0, submitted_at=T1, queued_at=T1)  # fmt: skip
+    session.add(row)
+    root = copy_content(tmp_path)
+    (root / "labs/ring-allreduce/checks.py").write_text(
+        (root / "labs/ring-allreduce/checks.py").read_text() + "\n# fixed\n"
+    )
+    sync_tree(load_tree(root), session=session, now=T1)
+    session.flush()
+    assert service.regrade([row.id], "ring-allreduce", session=session, now=T2) == 1
+    session.refresh(row)
+    assert row.lab_version == 2 and row.status == "queued"

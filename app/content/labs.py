@@ -19,7 +19,6 @@ from app.content.models import LabContent
 from app.content.source import ContentError, Problem
 
 PARSED = ("starter.py", "solution.py", "checks.py")
-SKIPPED_DIRS = {"mutants", "__pycache__"}
 MAX_LAB_BYTES = 4 << 20  # a version is stored whole in the database
 
 
@@ -28,16 +27,14 @@ def lab_files(folder: Path) -> list[Path]:
     found = []
     for path in sorted(folder.rglob("*")):
         parts = path.relative_to(folder).parts
-        if any(p.startswith(".") for p in parts) or (len(parts) > 1 and parts[0] in SKIPPED_DIRS):
-            continue
-        if "__pycache__" in parts or not path.is_file():
-            continue
-        found.append(path)
+        skipped = parts[0] == "mutants" or "__pycache__" in parts or any(p.startswith(".") for p in parts)
+        if not skipped and path.is_file():
+            found.append(path)
     return found
 
 
 def load_lab_content(folder: Path, rel: Any, exercise_ids: set[str]) -> tuple[LabContent | None, list[Problem]]:
-    """Validate one lab folder and snapshot its files; ``rel`` turns a path into the one problems name."""
+    """Validate one lab folder and snapshot its files; ``rel`` turns a path into the name problems give."""
     from labs.spec import load_lab  # torch-free
 
     try:

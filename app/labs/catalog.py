@@ -97,10 +97,6 @@ def submitted_lab(session: Session, lab_id: str, version: int | None) -> Publish
     return lab if lab is not None else get_lab(session, lab_id)
 
 
-def lab_for_exercise(session: Session, exercise_id: str) -> PublishedLab | None:
-    return next((lab for lab in all_labs(session).values() if lab.spec.exercise == exercise_id), None)
-
-
 def gpus_needed(lab: PublishedLab) -> int:
     """GPUs a worker must have to take this lab's jobs: one per rank for GPU-only labs, else none."""
     return max(lab.spec.world_sizes) if lab.spec.needs_gpu else 0

@@ -166,14 +166,18 @@ def _back(request: Request, url: str) -> Response:
     return RedirectResponse(url, status_code=303)
 
 
-def _lab_for_exercise(request: Request, exercise_id: str) -> Lab | None:
-    with request.app.state.readers() as session:
-        return catalog.lab_for_exercise(session, exercise_id)
-
-
 def _labs(request: Request) -> list[Lab]:
-    with request.app.state.readers() as session:
-        return list(catalog.all_labs(session).values())
+    """The live labs, read once per request (an exercise set page asks for each of its exercises)."""
+    labs: list[Lab] | None = getattr(request.state, "live_labs", None)
+    if labs is None:
+        with request.app.state.readers() as session:
+            labs = list(catalog.all_labs(session).values())
+        request.state.live_labs = labs
+    return labs
+
+
+def _lab_for_exercise(request: Request, exercise_id: str) -> Lab | None:
+    return next((lab for lab in _labs(request) if lab.spec.exercise == exercise_id), None)
 
 
 # The exercise pages link to their labs without the exercises package knowing about labs.

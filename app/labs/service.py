@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.accounts.models import User
 from app.content.records import Lab as LabRow
-from app.errors import Conflict, DomainError, NotFound, RateLimited
+from app.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimited
 from app.labs import wake
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.catalog import gpus_needed
@@ -46,6 +46,11 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
         raise TooLarge(f"The code is {size} bytes; a submission may be at most {limits.max_code_bytes // 1024} KiB.")
     if not code.strip():
         raise DomainError("The submission is empty: paste your code or upload a .py file.", field="code")
+    if "\0" in code:  # PostgreSQL cannot store it, and Python cannot compile it: say so now, on every database
+        line = code.count("\n", 0, code.index("\0")) + 1
+        raise InvalidInput(
+            f"The file contains a NUL byte (line {line}): save it as plain UTF-8 text without NUL bytes.", field="code"
+        )
     # A no-op write on the student's row: it serialises this student's submissions (a row lock on
     # PostgreSQL, the write lock on SQLite), so two quick clicks cannot both pass the checks below.
     lock = update(User).where(User.id == user.id).values(id=User.id)

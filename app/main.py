@@ -32,6 +32,7 @@ from app.quizzes.views import router as quizzes_router
 from app.web import errors
 from app.web.auth import AuthMiddleware
 from app.web.csrf import CSRFMiddleware
+from app.web.health import WriteProbe
 from app.web.pages import router as pages_router
 from app.web.security import SecurityHeaders
 
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="sqlite-writer") if sqlite else None
     app.state.inline_reads = sqlite  # see ApiCall.quick_read
     app.state.limits = AuthLimits.from_settings(settings)
+    app.state.health_probe = WriteProbe()
     # Added last runs first: headers wrap everything, then CSRF and body size, then who is asking.
     app.add_middleware(AuthMiddleware)
     app.add_middleware(CSRFMiddleware, max_body=settings.max_body_bytes)

@@ -9,4 +9,5 @@ def load_all() -> None:
     import app.exercises.models
     import app.flashcards.models
     import app.labs.models
-    import app.quizzes.models  # noqa: F401
+    import app.quizzes.models
+    import app.web.health  # noqa: F401

@@ -7,9 +7,11 @@ sections that exist, scoring tiers that cover every score) live in
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -188,9 +190,27 @@ class Deck(Strict):
     cards: list[Card]
 
 
+class LabContent(Strict):
+    """A validated lab folder: its ``lab.yaml`` as data and every file of the folder (``mutants/`` aside)."""
+
+    model_config = ConfigDict(str_strip_whitespace=False)  # files are kept byte for byte
+
+    id: Id
+    title: Text
+    exercise: Id
+    spec: dict[str, Any]
+    files: dict[str, str]
+
+    @property
+    def digest(self) -> str:
+        """Changes whenever any file of the lab does: a new digest is a new version."""
+        return hashlib.sha256(json.dumps([self.spec, self.files], sort_keys=True).encode()).hexdigest()
+
+
 class ContentTree(Strict):
     """Everything under one content directory, validated."""
 
     quizzes: list[Quiz] = Field(default_factory=list)
     exercise_sets: list[ExerciseSet] = Field(default_factory=list)
     decks: list[Deck] = Field(default_factory=list)
+    labs: list[LabContent] = Field(default_factory=list)

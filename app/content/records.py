@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Base, UTCDateTime, utcnow
@@ -123,3 +123,29 @@ class ContentSync(Base):
     synced_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     digest: Mapped[str] = mapped_column(String(64))
     summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Lab(ContentItem, Base):
+    """A lab as last synced: its current version; every version it had stays in ``lab_versions``."""
+
+    __tablename__ = "labs"
+
+    title: Mapped[str] = mapped_column(String(300))
+    exercise_id: Mapped[str] = mapped_column(String(80))
+    version: Mapped[int] = mapped_column(Integer)
+
+
+class LabVersion(Base):
+    """One version of a lab folder, kept for good: a queued submission is graded against the version it
+    was submitted to. ``files`` holds every file of the folder (``mutants/`` excepted) by relative path."""
+
+    __tablename__ = "lab_versions"
+    __table_args__ = (UniqueConstraint("lab_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    digest: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    files: Mapped[dict[str, str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.content import markdown
 from app.content import models as m
 from app.content import records as r
+from app.content.labs import sync_labs
 
 Row = TypeVar("Row", bound=r.ContentItem)
 
@@ -177,9 +178,11 @@ def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncRe
                 "source": card.model_dump(),
             }
             up.upsert(r.Card, "card", card.id, i, values)
+    sync_labs(tree.labs, up.upsert, session=session, now=now)
     # Children first, so a retired parent never hides a live child.
     for model, kind in ((r.Question, "question"), (r.Quiz, "quiz"), (r.Exercise, "exercise"),
-                        (r.ExerciseSet, "exercise set"), (r.Card, "card"), (r.Deck, "deck")):  # fmt: skip
+                        (r.ExerciseSet, "exercise set"), (r.Card, "card"), (r.Deck, "deck"),
+                        (r.Lab, "lab")):  # fmt: skip
         up.retire_unseen(model, kind)
     session.add(r.ContentSync(synced_at=now, digest=report.digest, summary=report.summary()))
     return report

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, SessionDep
@@ -22,9 +22,9 @@ def _partial(request: Request) -> bool:
     return bool(request.headers.get("hx-request")) and not request.headers.get("hx-history-restore-request")
 
 
-def _labs(request: Request) -> dict[str, str]:
+def _labs(session: Session) -> dict[str, str]:
     """Exercise id -> the id of the lab that grades it (``exercise:`` in the lab's lab.yaml)."""
-    labs = catalog.all_labs(Path(request.app.state.settings.content_dir))
+    labs = catalog.all_labs(session)
     return {lab.spec.exercise: lab.id for lab in labs.values()}
 
 
@@ -52,7 +52,7 @@ def set_page(
     difficulty: Annotated[str | None, Query()] = None,
 ) -> HTMLResponse:
     filters = service.Filters(section or None, _difficulty(difficulty))
-    page = service.set_page(set_id, filters, user.id if user else None, _labs(request), session=session)
+    page = service.set_page(set_id, filters, user.id if user else None, _labs(session), session=session)
     block = "listing" if _partial(request) else None
     return render(request, "exercises/set.html", {"page": page, "set": page.set}, block=block)
 
@@ -63,7 +63,7 @@ def _exercise_url(set_id: str, exercise_id: str) -> str:
 
 @router.get("/{set_id}/{exercise_id}", response_class=HTMLResponse)
 def exercise_page(set_id: str, exercise_id: str, request: Request, session: SessionDep, user: OptionalUser) -> Response:
-    lab_id = _labs(request).get(exercise_id)
+    lab_id = _labs(session).get(exercise_id)
     page = service.exercise_page(set_id, exercise_id, user.id if user else None, lab_id, session=session)
     return render(request, "exercises/exercise.html", {"page": page, "lab_id": lab_id, "errors": {}})
 
@@ -79,7 +79,7 @@ def _part_response(
     correct: bool | None = None,
 ) -> Response:
     if _partial(request):
-        lab_id = _labs(request).get(part.exercise_id)
+        lab_id = _labs(session).get(part.exercise_id)
         page = service.exercise_page(set_id, part.exercise_id, user_id, lab_id, session=session)
         context = {"set_id": set_id, "part": part, "error": error, "correct": correct, "badges": page.badges}
         return render(request, "exercises/_part.html", context, status_code=422 if error else 200)
@@ -104,7 +104,7 @@ def answer(
         part = progress.part_view(exercise, part_id, user.id, session=session)
         if _partial(request):
             return _part_response(request, session, user.id, set_id, part, error=exc.message)
-        lab_id = _labs(request).get(exercise_id)
+        lab_id = _labs(session).get(exercise_id)
         page = service.exercise_page(set_id, exercise_id, user.id, lab_id, session=session)
         context = {"page": page, "lab_id": lab_id, "errors": {part_id: exc.message}}
         return render(request, "exercises/exercise.html", context, status_code=422)

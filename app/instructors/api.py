@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -37,7 +36,7 @@ class GradebookOut(BaseModel):
 def gradebook_api(request: Request, user: ApiUser, session: SessionDep) -> GradebookOut:
     if not user.is_instructor:
         raise Forbidden("The gradebook is for instructors.")
-    ctx = gradebook.Context(now=utcnow(), content_dir=Path(request.app.state.settings.content_dir))
+    ctx = gradebook.Context(now=utcnow())
     book = gradebook.build(session=session, ctx=ctx, per_page=None)
     columns = [
         ColumnOut(

@@ -15,7 +15,6 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlencode
 
@@ -55,7 +54,6 @@ class Context:
     """What sources may need besides the session."""
 
     now: datetime
-    content_dir: Path
 
 
 Cells = dict[tuple[int, str], Cell]  # (user id, column key) -> cell
@@ -110,7 +108,7 @@ class LabSource:
     def columns(self, *, session: Session, ctx: Context) -> list[Column]:
         return [
             Column(f"lab:{lab.id}", "Labs", lab.spec.title, "submissions", lab.spec.max_score, lab.spec.due)
-            for lab in catalog.all_labs(ctx.content_dir).values()
+            for lab in catalog.all_labs(session).values()
         ]
 
     def cells(

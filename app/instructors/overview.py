@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from sqlalchemy import case, distinct, func, select, union
 from sqlalchemy.orm import Session
@@ -44,7 +43,7 @@ def day_start(now: datetime) -> datetime:
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def overview(*, session: Session, now: datetime, content_dir: Path) -> Overview:
+def overview(*, session: Session, now: datetime) -> Overview:
     """The figures at the top of /instructor; "today" is the UTC day, "this week" the last 7 days."""
     week = now - timedelta(days=7)
     students = select(User.id).where(User.role == Role.student)
@@ -64,7 +63,7 @@ def overview(*, session: Session, now: datetime, content_dir: Path) -> Overview:
     cards_total, cards_week = session.execute(
         select(func.count(), func.sum(case((Review.reviewed_at >= week, 1), else_=0))).where(Review.undone_at.is_(None))
     ).one()
-    labs = catalog.all_labs(content_dir)
+    labs = catalog.all_labs(session)
     full = func.max(case((Submission.status == SubmissionStatus.graded, Submission.score), else_=None))
     per_student = (
         select(Submission.lab_id, Submission.user_id, full.label("best"), func.max(Submission.max_score).label("max"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -51,7 +50,7 @@ def get_user(user_id: int, *, session: Session) -> User:
     return user
 
 
-def student_page(user_id: int, *, session: Session, now: datetime, content_dir: Path) -> StudentPage:
+def student_page(user_id: int, *, session: Session, now: datetime) -> StudentPage:
     """Everything one student did, newest first (at most the 200 latest submissions)."""
     user = get_user(user_id, session=session)
     quizzes_by_id = {q.id: q for q in session.scalars(select(Quiz))}
@@ -63,7 +62,7 @@ def student_page(user_id: int, *, session: Session, now: datetime, content_dir: 
             .order_by(QuizAttempt.started_at.desc(), QuizAttempt.id.desc())
         )
     ]
-    labs = catalog.all_labs(content_dir)
+    labs = catalog.all_labs(session)
     submissions = []
     for s in session.scalars(
         select(Submission).where(Submission.user_id == user_id).order_by(Submission.id.desc()).limit(200)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -21,10 +20,6 @@ router = APIRouter(prefix="/instructor", tags=["instructor"])
 NO_STORE = {"Cache-Control": "no-store"}
 
 
-def _content_dir(request: Request) -> Path:
-    return Path(request.app.state.settings.content_dir)
-
-
 def _partial(request: Request) -> bool:
     return bool(request.headers.get("hx-request")) and not request.headers.get("hx-history-restore-request")
 
@@ -32,11 +27,11 @@ def _partial(request: Request) -> bool:
 @router.get("", response_class=HTMLResponse)
 def home(request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
     context = {
-        "figures": overview.overview(session=session, now=utcnow(), content_dir=_content_dir(request)),
+        "figures": overview.overview(session=session, now=utcnow()),
         "counts": content.live_counts(session),
         "people": account_stats.people(session=session),
         "quizzes": quizzes.list_quizzes(session=session),
-        "labs": list(catalog.all_labs(_content_dir(request)).values()),
+        "labs": list(catalog.all_labs(session).values()),
     }
     return render(request, "instructor/index.html", context)
 
@@ -51,7 +46,7 @@ def gradebook_page(
     desc: bool = False,
     page: Annotated[int, Query(ge=1)] = 1,
 ) -> HTMLResponse:
-    ctx = gradebook.Context(now=utcnow(), content_dir=_content_dir(request))
+    ctx = gradebook.Context(now=utcnow())
     book = gradebook.build(session=session, ctx=ctx, query=q, sort=sort, descending=desc, page=page)
     response = render(
         request, "instructor/gradebook.html", {"book": book}, block="table" if _partial(request) else None
@@ -62,7 +57,7 @@ def gradebook_page(
 
 @router.get("/gradebook.csv")
 def gradebook_csv(request: Request, session: SessionDep, user: RequireInstructor) -> Response:
-    ctx = gradebook.Context(now=utcnow(), content_dir=_content_dir(request))
+    ctx = gradebook.Context(now=utcnow())
     book = gradebook.build(session=session, ctx=ctx, per_page=None)
     text = exports.to_csv(exports.gradebook_fields(book.columns), exports.gradebook_records(book))
     return exports.csv_response(text, "gradebook.csv")
@@ -70,7 +65,7 @@ def gradebook_csv(request: Request, session: SessionDep, user: RequireInstructor
 
 @router.get("/students/{user_id}", response_class=HTMLResponse)
 def student(user_id: int, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
-    page = students.student_page(user_id, session=session, now=utcnow(), content_dir=_content_dir(request))
+    page = students.student_page(user_id, session=session, now=utcnow())
     return render(request, "instructor/student.html", {"page": page})
 
 

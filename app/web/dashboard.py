@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
@@ -110,8 +109,8 @@ def _open_attempts(user_id: int, session: Session, now: datetime) -> list[OpenAt
     return out
 
 
-def _labs(user_id: int, session: Session, content_dir: Path) -> tuple[list[LabToDo], list[LabScore]]:
-    labs = catalog.all_labs(content_dir)
+def _labs(user_id: int, session: Session) -> tuple[list[LabToDo], list[LabScore]]:
+    labs = catalog.all_labs(session)
     subs = session.scalars(
         select(Submission).where(Submission.user_id == user_id).order_by(Submission.submitted_at.desc())
     ).all()
@@ -157,9 +156,9 @@ def _returning(user_id: int, session: Session, now: datetime) -> bool:
     return bool(session.scalar(select(later)))
 
 
-def build(user_id: int, *, session: Session, now: datetime, content_dir: Path) -> Dashboard:
+def build(user_id: int, *, session: Session, now: datetime) -> Dashboard:
     """Everything the dashboard shows a student, read-only (an expired attempt is left for its next touch)."""
-    labs_to_do, lab_scores = _labs(user_id, session, content_dir)
+    labs_to_do, lab_scores = _labs(user_id, session)
     decks = [(d.id, d.title) for d in session.scalars(select(Deck).where(Deck.retired_at.is_(None)).order_by(Deck.id))]
     return Dashboard(
         returning=_returning(user_id, session, now),

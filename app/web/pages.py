@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 
 from app.content import service as content
 from app.db import utcnow
 from app.deps import OptionalUser, SessionDep
+from app.labs.settings import LabSettings
 from app.web import dashboard as dashboard_service
+from app.web import health
 from app.web.templating import render
 
 router = APIRouter()
@@ -22,8 +20,7 @@ router = APIRouter()
 def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
     board = None
     if user:
-        content_dir = Path(request.app.state.settings.content_dir)
-        board = dashboard_service.build(user.id, session=session, now=utcnow(), content_dir=content_dir)
+        board = dashboard_service.build(user.id, session=session, now=utcnow())
     return render(request, "home.html", {"counts": content.live_counts(session), "board": board})
 
 
@@ -35,14 +32,7 @@ def api_docs(request: Request) -> HTMLResponse:
 
 @router.get("/healthz")
 def healthz(request: Request) -> JSONResponse:
-    """200 when the database answers and content has been loaded, 503 otherwise."""
-    checks = {"database": False, "content": False}
-    try:
-        with request.app.state.readers() as session:
-            session.execute(text("SELECT 1"))
-            checks["database"] = True
-            checks["content"] = content.last_sync(session) is not None
-    except SQLAlchemyError:
-        pass
-    ok = all(checks.values())
-    return JSONResponse({"status": "ok" if ok else "unavailable", **checks}, status_code=200 if ok else 503)
+    """200 when the site can do its job, 503 otherwise; a report per component (app.web.health)."""
+    max_age = getattr(request.app.state, "lab_settings", None) or LabSettings()
+    ok, body = health.report(request.app.state, max_queue_age_s=max_age.health_max_queue_age_s)
+    return JSONResponse(body, status_code=200 if ok else 503, headers={"Cache-Control": "no-store"})

@@ -10,12 +10,11 @@ from datetime import timedelta
 from sqlalchemy.orm import Session
 
 from app.instructors import exports, gradebook
-from tests.conftest import CONTENT_DIR
 from tests.instructors.conftest import T0, Klass
 
 
 def ctx() -> gradebook.Context:
-    return gradebook.Context(now=T0 + timedelta(days=30), content_dir=CONTENT_DIR)
+    return gradebook.Context(now=T0 + timedelta(days=30))
 
 
 def test_one_row_per_student_with_best_scores_counts_late_and_flashcards(session: Session, klass: Klass) -> None:

@@ -11,8 +11,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from app.content.service import sync_directory
 from app.quizzes.models import QuizAttempt
 from tests.conftest import CONTENT_DIR
 from tests.factories import api_token, csrf_token, sign_in
@@ -143,12 +144,13 @@ def test_an_instructor_opens_a_students_attempt_read_only_with_the_key(
 
 
 @pytest.fixture
-def lab_due_content(tmp_path: Path, app: FastAPI) -> Path:
-    """A copy of content/ whose ring lab is due at 2026-03-02 09:30 UTC."""
+def lab_due_content(tmp_path: Path, app: FastAPI, session_factory: sessionmaker[Session]) -> Path:
+    """A copy of content/ whose ring lab is due at 2026-03-02 09:30 UTC, synced (labs are read from the database)."""
     root = tmp_path / "content"
     shutil.copytree(CONTENT_DIR, root)
     lab_yaml = root / "labs" / "ring-allreduce" / "lab.yaml"
     lab_yaml.write_text(lab_yaml.read_text() + "due: 2026-03-02T09:30:00Z\n")
+    sync_directory(root, session_factory)
     app.state.settings = app.state.settings.model_copy(update={"content_dir": root})
     return root
 

@@ -72,7 +72,11 @@ def test_security_headers(client: TestClient) -> None:
 def test_healthz_ok_with_content(client: TestClient) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": True, "content": True}
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["database"] == {"ok": True, "reachable": True, "writable": True}
+    assert body["content"]["ok"] is True and len(body["content"]["digest"]) == 64
+    assert body["workers"]["ok"] is True
 
 
 def test_server_error_is_a_friendly_page_without_a_traceback(app) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,6 @@ on every rank, then calls ``.backward()`` on the output. Inputs have shape
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F  # noqa: F401  (F.linear, F.gelu)
 
 
 class ColumnParallelLinear(torch.nn.Module):

@@ -2,7 +2,7 @@
 
 ``forward`` builds a two-layer MLP from the seed the grader drew, gives the full
 weights to the student's ``ColumnParallelLinear`` and ``RowParallelLinear`` and
-runs ``Row(gelu(Column(x)))``; ``backward`` then calls ``.backward()`` on that
+runs ``Row(gelu(Column(x)))``; ``backward`` then runs the backward of a loss on that
 output. They are two calls so the grader can count the bytes each one sends.
 What they return is compared, outside the sandbox, with one process running
 the whole MLP.
@@ -80,11 +80,13 @@ def forward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def backward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """``y.backward(grad_y)`` for the forward call with the same key; the gradients every rank holds."""
+    """Backward of ``(y * grad_y).sum()`` for the forward call with the same key; the gradients every rank holds."""
     if inputs["key"] not in _PENDING:
         forward(submission, inputs)
     x, y, column, row, grad_y = _PENDING.pop(inputs["key"])
-    y.backward(grad_y)
+    # The loss's own backward, not y.backward(grad_y): a gradient argument makes autograd import
+    # sympy lazily (seconds in a fresh rank); d/dy of (y * grad_y).sum() is grad_y exactly.
+    (y * grad_y).sum().backward()
     with_bias = inputs["problem"]["bias"]
     return {
         "grad_x": x.grad,

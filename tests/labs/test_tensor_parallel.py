@@ -2,7 +2,8 @@
 
 Runs the lab's public driver in forked ranks (no sandbox; ``tp_ranks``), compares each rank's
 result with ``checks.expected`` and judges the kernel's byte counts with ``checks.wire_verdict``,
-so the driver, the reference and the wire bounds are proven before a student sees the lab.
+so the driver, the reference and the wire bounds are checked apart from the sandbox, and each
+mutant is shown to lose exactly the checks it should (``ringlab lab test`` only asks that it lose points).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 import torch
 
+from labs import trees
 from labs.spec import DEFAULT_CONTENT
 
 from . import tp_ranks
@@ -41,16 +43,6 @@ def lab() -> tuple[Any, Any]:
     return tp_ranks.load_module(LAB / "checks.py", "tp_checks"), tp_ranks.load_module(LAB / "driver.py", "tp_driver")
 
 
-def _differs(expected: Any, got: Any, tol: tuple[float, float]) -> bool:
-    if isinstance(expected, dict):
-        return not isinstance(got, dict) or any(k not in got or _differs(v, got[k], tol) for k, v in expected.items())
-    if isinstance(expected, torch.Tensor):
-        if type(got) is not torch.Tensor or got.shape != expected.shape or got.dtype != expected.dtype:
-            return True
-        return not torch.allclose(got, expected, rtol=tol[0], atol=tol[1])
-    return bool(got != expected)
-
-
 def lost_checks(checks: Any, driver: Any, code: str, world_size: int, seed: int) -> set[str]:
     """The checks a submission fails at one world size, judged as the lab's checks.py judges them."""
     calls, expected = [], []
@@ -61,13 +53,14 @@ def lost_checks(checks: Any, driver: Any, code: str, world_size: int, seed: int)
             calls.append(tp_ranks.Call(name, [{"key": key, "problem": problem}] * world_size))
             expected.append(want)
     run = tp_ranks.run(code, LAB / "driver.py", world_size, calls)
+    tol = dict.fromkeys(checks.KEYS, checks.TOLERANCE)
     lost = set()
     for i, want in enumerate(expected):
         for r, got in enumerate(run.results[i]):
             for check, keys in PARTS.items():
-                if any(
-                    k in want[r] and (isinstance(got, str) or _differs(want[r][k], got.get(k), checks.TOLERANCE))
-                    for k in keys
+                part = [k for k in keys if k in want[r]]
+                if part and (
+                    isinstance(got, str) or trees.compare(trees.select(want[r], part), trees.select(got, part), tol)
                 ):
                     lost.add(check)
     for i, phase in ((0, "forward"), (1, "backward")):

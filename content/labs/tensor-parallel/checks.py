@@ -7,15 +7,14 @@ ones); everything computed from them here is the reference.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from labs.judge import Case, Facts, Outcome, case_failure
+from labs.public import load_public
 
 # The measured MLP: 64 x 512 float64 inputs (256 KiB) and 64 x 384 outputs (192 KiB), large
 # enough that gloo's framing is noise; hidden 192 splits over 2, 3 and 4 ranks. Its weights
@@ -75,18 +74,7 @@ def _shape(problem: dict[str, Any], last: int) -> str:
     return " x ".join(str(d) for d in [*problem["batch"], last])
 
 
-def load_driver() -> Any:
-    """This lab's public driver.py, imported here under a name of its own (never as ``driver``)."""
-    spec = importlib.util.spec_from_file_location(
-        "ringlab_tensor_parallel_driver", Path(__file__).with_name("driver.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-DRIVER = load_driver()
+DRIVER = load_public(__file__, "driver")
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:

@@ -28,6 +28,7 @@ KEYS = ("hidden", "output", "column_weights", "row_weights", "grad_x", "grads")
 # and require at least 90% of it (fewer bytes: the all-reduce is missing).
 SLACK, FRAMING = 0.10, 16384
 ELEMENT = 8  # float64
+DRIVER = load_public(__file__, "driver")  # problem(): the same tensors as in the ranks
 
 
 def reference(driver: Any, problem: dict[str, Any]) -> dict[str, Any]:
@@ -74,17 +75,13 @@ def _shape(problem: dict[str, Any], last: int) -> str:
     return " x ".join(str(d) for d in [*problem["batch"], last])
 
 
-DRIVER = load_public(__file__, "driver")
-
-
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    driver = DRIVER
     tolerance = dict.fromkeys(KEYS, TOLERANCE)
     out = []
     for key, dims in (("mlp", MEASURED), ("no-bias", SMALL)):
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
         problem = {"seed": seed, **dims}
-        forward, backward = expected(driver, problem, world_size)
+        forward, backward = expected(DRIVER, problem, world_size)
         what = (
             f"{_shape(problem, dims['d_in'])} input, hidden {dims['d_hidden']}, output {dims['d_out']}"
             f"{'' if dims['bias'] else ', no biases'}"
@@ -93,7 +90,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
         out.append(
             Case(
                 check="forward",
-                fn="RowParallelLinear",
+                fn="ColumnParallelLinear, RowParallelLinear",
                 driver="forward",
                 label=f"forward: Row(gelu(Column(x))), {what}",
                 inputs=[{"key": key, "problem": dict(problem)} for _ in range(world_size)],
@@ -107,7 +104,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
         out.append(
             Case(
                 check="input-gradient",
-                fn="ColumnParallelLinear",
+                fn="ColumnParallelLinear, RowParallelLinear",
                 driver="backward",
                 label=f"backward of the same output, {what}",
                 inputs=[{"key": key, "problem": dict(problem)} for _ in range(world_size)],

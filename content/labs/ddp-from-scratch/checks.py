@@ -1,0 +1,241 @@
+"""Trusted checks for ddp-from-scratch: per-submission inputs, the single-process reference, the rules.
+
+Never mounted into the sandbox. The reference is ``driver.reference`` (single-process
+training on the whole global batch), run here, outside the sandbox, on this lab's own
+copy of the public driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.public import load_public
+
+DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB of gradients per all-reduce
+BATCH = 24  # global batch: equal shards on 2, 3 and 4 ranks
+STEPS = 4
+LR, WEIGHT_DECAY = 0.1, 0.01
+TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ by ~1e-16
+# Bounds on each rank's bytes over all steps, as multiples of one all-reduce of the gradients per
+# step (2(N-1)/N x S). Measured: a flat buffer 1.002-1.005, one call per parameter 1.01-1.03;
+# an extra reduce+broadcast or an all-gather is 1.5 or more, float32 gradients 0.5.
+HIGH, LOW = 1.2, 0.9
+HEADERS = 16384  # bytes per rank on top, for gloo's framing
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    driver = load_public(__file__, "driver")
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY}
+    expected = driver.reference(inputs)
+    return [
+        Case(
+            check="gradients",
+            fn="sync_gradients",
+            driver="train",
+            label=f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}",
+            inputs=[dict(inputs) for _ in range(world_size)],
+            expected=[expected for _ in range(world_size)],
+            inplace=False,
+            measure=True,
+            parts={"gradients": ["grads"], "parameters": ["params"]},
+            tolerance={"grads": TOLERANCE, "params": TOLERANCE},
+        )
+    ]
+
+
+def _cases(facts: Facts, check: str) -> list[tuple[Any, int, Case]]:
+    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if check in (c.parts or {c.check: []})]
+
+
+def _close(a: Any, b: torch.Tensor) -> bool:
+    if not isinstance(a, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.allclose(a, b, rtol=TOLERANCE[0], atol=TOLERANCE[1])
+
+
+def _local_gradients(inputs: dict[str, Any], rank: int, world_size: int) -> dict[str, torch.Tensor]:
+    """This rank's own shard gradients in the first step (what it has before any averaging)."""
+    driver = load_public(__file__, "driver")
+    dims = list(inputs["dims"])
+    model = driver.build_model(int(inputs["seed"]), dims)
+    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    driver.loss_fn(model, driver.shard(x, rank, world_size), driver.shard(y, rank, world_size)).backward()
+    return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+
+
+def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    expected = case.expected[rank]["grads"]
+    if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
+        return ""
+    grads = got["grads"]
+    wrong = [n for n in expected if not _close(grads.get(n), expected[n])]
+    n = g.world_size
+    if wrong and all(_close(grads.get(k), n * expected[k]) for k in expected):
+        return (
+            f" Every gradient is {n} times too large: dist.all_reduce sums, so divide by"
+            " dist.get_world_size() to get the average."
+        )
+    local = _local_gradients(case.inputs[rank], rank, n)
+    if all(_close(grads.get(k), local[k]) for k in expected):
+        return (
+            " The gradients are still this rank's own shard gradients: nothing was averaged into .grad."
+            " All-reduce the gradients themselves (p.grad, not p or p.data), or copy the reduced flat"
+            " buffer back into every p.grad."
+        )
+    if len(wrong) < len(expected):
+        return (
+            f" {len(expected) - len(wrong)} of {len(expected)} parameters are right, but not"
+            f" {', '.join(wrong)}: average every parameter's gradient."
+        )
+    return " Each .grad must be the mean over ranks of the ranks' shard gradients (all-reduce, then divide)."
+
+
+def _judge(facts: Facts, check: str, hint: Any) -> Outcome:
+    total = passed = 0
+    first: tuple[Any, int, Case, int, str] | None = None
+    for g, i, case in _cases(facts, check):
+        for r in range(g.world_size):
+            total += 1
+            why = case_failure(g, i, r, part=check)
+            if why is None:
+                passed += 1
+            elif first is None:
+                first = (g, i, case, r, why)
+    data: dict[str, Any] = {"rank_cases": total, "passed": passed}
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if first is None:
+        return Outcome(True, f"all {total} rank results equal single-process training", data, fraction=1.0)
+    g, i, case, r, why = first
+    message = f"world size {g.world_size}, rank {r}, {case.label}: {why}.{hint(g, i, case, r)}"
+    if passed:
+        message += f" ({passed} of {total} rank results were right.)"
+    return Outcome(False, message, data, fraction=passed / total)
+
+
+def gradients(facts: Facts) -> Outcome:
+    return _judge(facts, "gradients", _gradient_hint)
+
+
+def _parameter_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    if case_failure(g, i, rank, part="gradients") is None:
+        return (
+            f" The first step's gradients were right, so a later step went wrong: every one of the {STEPS}"
+            " calls must average the gradients that loss.backward() just produced."
+        )
+    return " The gradients were already wrong after the first step: fix those first (see that check)."
+
+
+def parameters(facts: Facts) -> Outcome:
+    return _judge(facts, "parameters", _parameter_hint)
+
+
+def ranks_identical(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    good = total = 0
+    for g, i, _ in _cases(facts, "parameters"):
+        total += 1
+        trees = [result(g, i, r) for r in range(g.world_size)]
+        missing = [r for r, t in enumerate(trees) if not isinstance(t, dict) or not isinstance(t.get("params"), dict)]
+        if missing:
+            problems.append(f"world size {g.world_size}: rank {missing[0]} returned no parameters")
+            continue
+        diff = _first_difference(trees)
+        if diff:
+            problems.append(f"world size {g.world_size}: {diff}")
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no cases were run for this check", fraction=0.0)
+    if problems:
+        return Outcome(
+            False,
+            "; ".join(problems)
+            + ". Every rank must apply the same averaged gradients, so that the replicas never drift apart.",
+            fraction=good / total,
+        )
+    return Outcome(True, "every rank ended with the same parameters", fraction=1.0)
+
+
+def _first_difference(trees: list[dict[str, Any]]) -> str | None:
+    base = trees[0]["params"]
+    for r, tree in enumerate(trees[1:], start=1):
+        for name, want in base.items():
+            got = tree["params"].get(name)
+            if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+                return f'rank {r} has no params["{name}"] of shape {tuple(want.shape)}'
+            if not torch.allclose(got, want, rtol=1e-12, atol=1e-14):
+                delta = (got - want).abs()
+                at = tuple(int(k) for k in torch.unravel_index(delta.argmax(), delta.shape))
+                return (
+                    f'params["{name}"][{", ".join(map(str, at))}] is {float(got[at]):.6g} on rank {r}'
+                    f" but {float(want[at]):.6g} on rank 0 after {STEPS} steps"
+                )
+    return None
+
+
+def communication(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    data: dict[str, Any] = {}
+    good = total = 0
+    for g, i, case in _cases(facts, "gradients"):
+        if not case.measure:
+            continue
+        total += 1
+        n = g.world_size
+        wire = g.wire.get(i)
+        if wire is None:
+            problems.append(f"world size {n}: the training run ended before its traffic could be measured")
+            continue
+        size = sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
+        theory = STEPS * 2 * (n - 1) * size / n
+        high, low = HIGH * theory + HEADERS, LOW * theory
+        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        data[f"world_size_{n}"] = {
+            "gradient_bytes": size,
+            "steps": STEPS,
+            "one_allreduce_per_step_bytes_per_rank": round(theory),
+            "measured_bytes_per_rank": sent,
+            "ratio": [round(s / theory, 4) for s in sent],
+            "sent": wire["sent"],
+        }
+        over = [(r, s) for r, s in enumerate(sent) if s > high]
+        under = [(r, s) for r, s in enumerate(sent) if s < low]
+        if over:
+            r, s = over[0]
+            problems.append(
+                f"world size {n}: rank {r} sent {s} bytes in {STEPS} steps, {s / theory:.3g} times what one"
+                f" all-reduce of the {size}-byte gradients per step needs (2(N-1)/N x {size} x {STEPS} ="
+                f" {round(theory)}). Send each gradient once per step with dist.all_reduce: no extra"
+                " broadcasts, gathers or second reductions"
+            )
+        elif under:
+            r, s = under[0]
+            problems.append(
+                f"world size {n}: rank {r} sent only {s} bytes in {STEPS} steps, {s / theory:.3g} of one"
+                f" all-reduce of the {size}-byte float64 gradients per step ({round(theory)}): every parameter's"
+                " full gradient must be all-reduced at every step"
+            )
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no measured training run", data, fraction=0.0)
+    if problems:
+        return Outcome(False, "; ".join(problems[:3]) + ".", data, fraction=good / total)
+    note = ""
+    if not gradients(facts).passed or not parameters(facts).passed:
+        note = " (the bytes are right, although the values are not: see the other checks)"
+    return Outcome(True, f"each rank sent one all-reduce's worth of gradient bytes per step{note}", data, fraction=1.0)
+
+
+RULES = {
+    "gradients": gradients,
+    "parameters": parameters,
+    "ranks-identical": ranks_identical,
+    "communication": communication,
+}

@@ -72,8 +72,9 @@ def held_tensors(optimizer: Any, model: torch.nn.Module, submission: Any) -> lis
 
     Reached from: the optimizer object (its attributes, containers, nested objects,
     closures), its class's attributes, the submission module's globals and attributes
-    set on the parameters. Storages of the parameters and of their ``.grad`` do not
-    count; a view counts its whole storage (that is the memory it keeps alive).
+    set on the parameters. The model's parameters and their ``.grad`` do not count, nor does
+    any tensor's ``.grad`` (e.g. of a copy of a slice handed to an inner optimizer); a view
+    counts its whole storage (that is the memory it keeps alive).
     """
     params = list(model.parameters())
     excluded = {p.untyped_storage().data_ptr() for p in params}
@@ -94,8 +95,6 @@ def held_tensors(optimizer: Any, model: torch.nn.Module, submission: Any) -> lis
             ptr = storage.data_ptr()
             if ptr not in excluded and ptr not in found and storage.nbytes():
                 found[ptr] = (path, storage.nbytes())
-            if obj.grad is not None:
-                stack.append((obj.grad, f"{path}.grad"))
             stack += [(v, f"{path}.{k}") for k, v in vars(obj).items()]
         elif isinstance(obj, dict):
             stack += [(v, f"{path}[{_name(k)}]") for k, v in obj.items()]

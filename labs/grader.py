@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import secrets
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 from labs import judge, sandbox, template
 from labs.judge import Facts, GroupRun, RankRun
 from labs.pool import WarmPool
-from labs.spec import DEFAULT_CONTENT, Lab, load_lab
+from labs.spec import DEFAULT_CONTENT, Lab, LabError, load_lab, load_labs
 from labs.verdict import CheckResult, Status, Verdict, worst
 
 MAX_CODE = 256 * 1024  # the submission API refuses larger code with 413
@@ -52,7 +53,7 @@ class Grader:
         if fork_from_template is None:
             fork_from_template = template.available()
         use = fork_from_template and not self.unsafe and self.refusal is None
-        self.template = template.Template() if use else None
+        self.template = template.Template(preload=preloads(self.content_dir)) if use else None
         self.pool = (
             WarmPool(pool_size, unsafe=self.unsafe, gpu=gpus, template=self.template)
             if pool_size and self.refusal is None
@@ -105,21 +106,19 @@ class Grader:
         sizes = world_sizes or spec.world_sizes
         verdict = self._precheck(lab, code) or self._check_backend(lab, backend, max(sizes))
         if verdict is None:
-            import torch
-
-            gen = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(62))
-            groups = [GroupRun(n, checks.cases(n, gen), [RankRun() for _ in range(n)]) for n in sizes]
+            groups = plan(checks, sizes, seed if seed is not None else secrets.randbits(62))
             limits = {
                 "wall_s": time_limit_s or spec.time_limit_s,
                 "cpu_s": int((time_limit_s or spec.time_limit_s) + 1),
                 "memory_mb": spec.memory_limit_mb,
+                "gpu_memory_mb": spec.gpu_memory_mb,
                 "nproc": 64,
                 "nofile": 128,
                 "fsize": 16 << 20,
                 "output_bytes": OUTPUT_BYTES,
             }
             try:
-                run = self._run(code, groups, limits, backend)
+                run = self._run(code, groups, limits, backend, lab)
             except sandbox.SandboxError as exc:
                 verdict = self._verdict(lab, "refused", f"the sandbox could not be set up: {exc}", [])
             else:
@@ -167,7 +166,7 @@ class Grader:
             return self._verdict(lab, "refused", f"nccl needs {world_size} GPU(s), one per rank: {why}", [])
         return None
 
-    def _run(self, code: str, groups: list[GroupRun], limits: dict[str, Any], backend: str) -> dict[str, Any]:
+    def _run(self, code: str, groups: list[GroupRun], limits: dict[str, Any], backend: str, lab: Lab) -> dict[str, Any]:
         """Send the job to a fresh sandbox and collect its messages into ``groups``."""
         import torch
 
@@ -180,11 +179,15 @@ class Grader:
             "uid_base": UID_BASE + 64 * (self.jobs % 512),
             "sandboxed": box.sandboxed,
             "backend": backend,
+            "public": lab.public_sources(),
+            "preload": lab.spec.preload,
             "groups": [
                 {
                     "world_size": g.world_size,
                     "port": 29500 + i,
-                    "calls": [{"fn": c.fn, "inplace": c.inplace, "measure": c.measure} for c in g.cases],
+                    "calls": [
+                        {"fn": c.fn, "inplace": c.inplace, "measure": c.measure, "driver": c.driver} for c in g.cases
+                    ],
                 }
                 for i, g in enumerate(groups)
             ],
@@ -227,13 +230,7 @@ class Grader:
             outcome = rules[c.id](facts) if c.id in rules else judge.correctness(facts, c.id)
             results.append(
                 CheckResult(
-                    c.id,
-                    c.title,
-                    c.points,
-                    outcome.passed,
-                    c.points if outcome.passed else 0,
-                    outcome.message,
-                    outcome.data,
+                    c.id, c.title, c.points, outcome.passed, points(c.points, outcome), outcome.message, outcome.data
                 )
             )
         status, message = summarise(groups, end, results)
@@ -249,9 +246,71 @@ class Grader:
                 f"ws{g.world_size}": [{k: v for k, v in run.info.items() if k != "output"} for run in g.ranks]
                 for g in groups
                 if g.status
-            }
+            },
+            "wire": wire_pictures(groups),
         }
+        reference = reference_wire(lab)
+        if reference:
+            verdict.data["reference_wire"] = reference
         return verdict
+
+
+def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
+    """The groups of ranks to run, in order, with their cases, from a seed drawn per submission.
+
+    A lab's ``checks.py`` either gives ``cases(world_size, generator)`` (one group per world
+    size) or ``phases(world_sizes, generator) -> [judge.Phase]`` (groups that follow each other
+    and share one scratch directory: save on 4 ranks, load on 2). References are computed here,
+    with one thread, as the ranks compute with one thread each.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        gen = torch.Generator().manual_seed(seed)
+        if hasattr(checks, "phases"):
+            return [
+                GroupRun(p.world_size, p.cases, [RankRun() for _ in range(p.world_size)], phase=p.name)
+                for p in checks.phases(sizes, gen)
+            ]
+        return [GroupRun(n, checks.cases(n, gen), [RankRun() for _ in range(n)]) for n in sizes]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def points(available: int, outcome: judge.Outcome) -> int:
+    """Full points for a check that holds; partial credit, rounded down, for one that holds in part."""
+    if outcome.passed:
+        return available
+    return int(available * max(0.0, min(1.0, outcome.fraction or 0.0)) + 1e-9)
+
+
+def wire_pictures(groups: list[GroupRun]) -> dict[str, list[list[int]]]:
+    """Who sent how many bytes to whom, per group of ranks that had measured calls (kernel counts)."""
+    return {g.name: judge.wire_matrix(g) for g in groups if g.wire}
+
+
+REFERENCE_WIRE = "reference-wire.json"
+
+
+def reference_wire(lab: Lab) -> dict[str, Any] | None:
+    """The reference solution's picture, recorded by ``ringlab lab test`` next to the lab's files."""
+    path = lab.folder / REFERENCE_WIRE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def preloads(content_dir: Path) -> list[str]:
+    """Every module some lab asks the warm template to import."""
+    try:
+        labs = load_labs(content_dir)
+    except (LabError, OSError):
+        return []
+    return sorted({m for lab in labs.values() for m in lab.spec.preload})
 
 
 def judge_source_name() -> str:
@@ -301,7 +360,9 @@ def summarise(groups: list[GroupRun], end: dict[str, Any], results: list[CheckRe
         memory = [(rank, e) for rank, e in errors if is_memory_error(e)]
         if memory:
             statuses.append("memory_limit")
-            notes.append(f"world size {g.world_size}, rank {memory[0][0]} ran out of memory (the limit)")
+            rank, e = memory[0]
+            what = "GPU memory (the lab's gpu_memory_mb)" if is_gpu_memory_error(e) else "memory (the limit)"
+            notes.append(f"world size {g.world_size}, rank {rank} ran out of {what}")
         if g.status in ("time_limit", "deadlock", "crashed"):
             statuses.append(g.status)  # type: ignore[arg-type]
             notes.append(f"world size {g.world_size}: {describe_end(g)}")
@@ -328,7 +389,16 @@ def summarise(groups: list[GroupRun], end: dict[str, Any], results: list[CheckRe
 
 def is_memory_error(e: dict[str, Any]) -> bool:
     text = f"{e.get('error')} {e.get('message')}"
-    return e.get("error") == "MemoryError" or "can't allocate memory" in text or "bad_alloc" in text
+    return (
+        e.get("error") == "MemoryError"
+        or "can't allocate memory" in text
+        or "bad_alloc" in text
+        or is_gpu_memory_error(e)
+    )
+
+
+def is_gpu_memory_error(e: dict[str, Any]) -> bool:
+    return e.get("error") == "OutOfMemoryError" or "CUDA out of memory" in str(e.get("message"))
 
 
 def describe_end(g: GroupRun) -> str:

@@ -25,9 +25,10 @@ import types
 from datetime import timedelta
 from typing import Any
 
-from labs import channel
+from labs import channel, trees
 
 SOURCE_NAME = "submission.py"
+SHARED_DIR = "/tmp/shared"  # one scratch directory for every phase (group of ranks) of a submission
 MAX_INPUT = 1 << 30
 PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
 COLLECTIVES = (
@@ -104,15 +105,34 @@ def drop_privileges(uid: int, limits: dict[str, Any], sandboxed: bool) -> str:
     os.mkdir(scratch, 0o700)
     os.chdir(scratch)
     os.environ.update(HOME=scratch, TMPDIR=scratch)
+    # Files a rank writes in the shared directory stay writable by a later phase's ranks (other
+    # uids); the private scratch above is 0700, so nothing else of a rank is opened up.
+    os.umask(0)
     return scratch
 
 
 def limit_memory(extra_mb: int) -> None:
-    """Cap the address space at what the rank uses now plus ``extra_mb``."""
+    """Cap the rank's data segment at what it uses now plus ``extra_mb``.
+
+    ``RLIMIT_DATA``, not ``RLIMIT_AS``: CUDA reserves far more virtual address space than any
+    real limit, so an address-space cap fails the first GPU allocation, while a heap that grows
+    past this cap still fails with a memory error.
+    """
     with open("/proc/self/status") as f:
-        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:")) * 1024
+        vm = next(int(line.split()[1]) for line in f if line.startswith("VmData:")) * 1024
     cap = vm + extra_mb * (1 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+
+
+def limit_gpu_memory(megabytes: int | None) -> None:
+    """Cap what this rank's caching allocator may take on its GPU (torch raises OutOfMemoryError past it)."""
+    if not megabytes:
+        return
+    import torch
+
+    device = torch.cuda.current_device()
+    total = torch.cuda.get_device_properties(device).total_memory
+    torch.cuda.set_per_process_memory_fraction(min(1.0, megabytes * (1 << 20) / total), device)
 
 
 class Guard:
@@ -242,7 +262,12 @@ def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: 
     backend = str(job.get("backend", "gloo"))
     if backend == "nccl":  # one GPU per rank; CUDA is first touched here, after the fork
         torch.cuda.set_device(rank % torch.cuda.device_count())
-        inputs = [[t.cuda() for t in args] for args in inputs]
+        limit_gpu_memory(job["limits"].get("gpu_memory_mb"))
+        inputs = to_device(inputs, torch.device("cuda", torch.cuda.current_device()))
+    public = job.get("public_dir")
+    if public:
+        sys.path.insert(0, str(public))
+    os.environ["RINGLAB_SHARED_DIR"] = str(job.get("shared_dir") or SHARED_DIR)
     dist.init_process_group(
         backend,
         init_method=f"tcp://127.0.0.1:{group['port']}",
@@ -257,43 +282,74 @@ def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: 
 
 
 def run_call(me: Rank, module: types.ModuleType, i: int, call: dict[str, Any], args: list[Any], guard: Guard) -> None:
-    import torch
-
     me.send({"kind": "start", "call": i})
-    fn = getattr(module, call["fn"], None)
-    if not callable(fn):
-        me.send(
-            {
-                "kind": "error",
-                "call": i,
-                "phase": "call",
-                "error": "MissingFunction",
-                "message": f"the submission defines no function {call['fn']}()",
-                "traceback": "",
-                "line": None,
-            }
-        )
+    driver = call.get("driver")
+    target = public_function(driver) if driver else getattr(module, call["fn"], None)
+    if not callable(target):
+        missing = f"the lab's driver has no function {driver}()" if driver else None
+        me.send(call_error(i, "MissingFunction", missing or f"the submission defines no function {call['fn']}()"))
         return
-    args = [a.clone() for a in args]
+    args = [clone(a) for a in args]
     try:
-        returned = fn(*args)
+        returned = target(module, *args) if driver else target(*args)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: all are the student's
         me.send({"kind": "error", "call": i, "phase": "call", **describe(exc), "guard": guard.report()})
         return
-    out = args[0] if call["inplace"] else returned
-    if not isinstance(out, torch.Tensor):
-        me.send(
-            {
-                "kind": "error",
-                "call": i,
-                "phase": "call",
-                "error": "WrongReturnType",
-                "line": None,
-                "message": f"{call['fn']}() returned {type(returned).__name__}, expected a torch.Tensor",
-                "traceback": "",
-            }
-        )
+    out = args[0] if call.get("inplace") else returned
+    try:
+        if not driver:
+            import torch
+
+            if not isinstance(out, torch.Tensor):
+                raise TypeError(f"{call['fn']}() returned {type(returned).__name__}, expected a torch.Tensor")
+        payload = trees.plain(out)
+    except TypeError as exc:
+        me.send(call_error(i, "WrongReturnType", str(exc)))
         return
     buffer = io.BytesIO()
-    torch.save(out.detach().cpu().as_subclass(torch.Tensor).contiguous().clone(), buffer)
+    import torch
+
+    torch.save(payload, buffer)
     me.send({"kind": "result", "call": i, "guard": guard.report()}, buffer.getvalue())
+
+
+NO_TRACE: dict[str, Any] = {"traceback": "", "line": None}
+
+
+def call_error(i: int, error: str, message: str) -> dict[str, Any]:
+    return {
+        "kind": "error",
+        "call": i,
+        "phase": "call",
+        "error": error,
+        "message": message,
+        "traceback": "",
+        "line": None,
+    }
+
+
+def clone(tree: Any) -> Any:
+    """A fresh copy of an input tree, so a call that changes its inputs changes no later call's."""
+    if isinstance(tree, dict):
+        return {k: clone(v) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        items = [clone(v) for v in tree]
+        return items if isinstance(tree, list) else tuple(items)
+    return tree.clone() if hasattr(tree, "clone") else tree
+
+
+def to_device(tree: Any, device: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: to_device(v, device) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        items = [to_device(v, device) for v in tree]
+        return items if isinstance(tree, list) else tuple(items)
+    return tree.to(device) if hasattr(tree, "to") and hasattr(tree, "is_floating_point") else tree
+
+
+def public_function(name: str) -> Any:
+    """``driver.<name>`` from the lab's public files (imported by module name, after the student's)."""
+    import importlib
+
+    module_name, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(module_name or "driver"), attr, None)

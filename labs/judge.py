@@ -1,37 +1,61 @@
 """Trusted comparison, outside the sandbox: turn what the ranks sent into check results.
 
-The ranks' outputs arrive as ``torch.save`` bytes and are loaded with
-``weights_only=True``, then compared with the expected outputs that the lab's
-``checks.py`` computed here. Nothing a rank prints, returns as an exit code or
-writes to a file counts. Byte counts come from the zygote's kernel counters.
+The ranks' results arrive as ``torch.save`` bytes and are loaded with
+``weights_only=True`` (plain tensors, numbers, strings and containers only), then
+compared with the expected trees that the lab's ``checks.py`` computed here from a
+single-process reference. Nothing a rank prints, returns as an exit code or writes
+to a file counts. Byte counts come from the zygote's kernel counters.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import torch
+from labs import trees
+from labs.trees import Tolerance
 
 
 @dataclass
 class Case:
-    """One call of a student function on every rank of one world size.
+    """One call on every rank of one world size.
 
-    ``inputs[r]`` is rank r's only argument; ``expected[r]`` what rank r must end
-    with (the argument after an in-place call, else the return value).
+    Without ``driver``: the student's function ``fn`` is called with ``inputs[r]`` as its only
+    argument; ``expected[r]`` is what rank r must end with (the argument after an in-place call,
+    else the return value). With ``driver``: the lab's public ``driver.<driver>(submission,
+    inputs[r])`` runs the loop and returns a tree; ``expected[r]`` is the reference tree.
+    ``parts`` maps check ids to the top-level keys of the result they judge (default: the whole
+    result, for ``check``); ``tolerance`` maps path prefixes to (rtol, atol).
     """
 
     check: str
     fn: str
     label: str
-    inputs: list[torch.Tensor]
-    expected: list[torch.Tensor]
-    inplace: bool
+    inputs: list[Any]
+    expected: list[Any]
+    inplace: bool = False
     measure: bool = False
+    driver: str | None = None
+    parts: dict[str, list[str]] | None = None
+    tolerance: dict[str, Tolerance] | None = None
+
+    def judges(self, check: str) -> bool:
+        return check in (self.parts or {}) or (self.check == check and not (self.parts and check in self.parts))
+
+    def keys(self, check: str | None) -> list[str] | None:
+        return (self.parts or {}).get(check) if check else None
+
+
+@dataclass
+class Phase:
+    """A group of ranks that a lab runs after the previous one, sharing its scratch directory."""
+
+    name: str | None
+    world_size: int
+    cases: list[Case]
 
 
 @dataclass
@@ -42,6 +66,7 @@ class RankRun:
     info: dict[str, Any] = field(default_factory=dict)
     duplicate: bool = False
     fault: str | None = None  # the harness failed before any student code ran
+    loaded: dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -51,7 +76,12 @@ class GroupRun:
     ranks: list[RankRun]
     wire: dict[int, dict[str, Any]] = field(default_factory=dict)
     status: str | None = None  # None: the group never ran
-    verdicts: dict[tuple[int, int], str | None] = field(default_factory=dict)  # (case, rank) -> failure
+    verdicts: dict[tuple[int, int, str | None], str | None] = field(default_factory=dict)
+    phase: str | None = None  # a name when the lab runs phases (e.g. "save", "load")
+
+    @property
+    def name(self) -> str:
+        return f"{self.phase} (world size {self.world_size})" if self.phase else f"world size {self.world_size}"
 
 
 @dataclass
@@ -66,57 +96,42 @@ class Outcome:
     passed: bool
     message: str
     data: dict[str, Any] = field(default_factory=dict)
+    fraction: float | None = None  # partial credit, 0..1; None: all or nothing
 
 
 Rule = Callable[[Facts], Outcome]
-TOLERANCE = {"torch.float32": (1e-5, 1e-5), "torch.float64": (1e-10, 1e-10), "torch.float16": (1e-2, 1e-2)}
 
 
-def _fmt(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
-
-
-def compare(expected: torch.Tensor, payload: bytes) -> str | None:
-    """None if the payload holds a tensor equal to ``expected``, else what differs."""
+def load(payload: bytes) -> Any:
+    """A rank's result, read as plain data only; ``trees.Mismatch`` if it cannot be."""
     import torch
 
     try:
-        got = torch.load(io.BytesIO(payload), weights_only=True)
+        return torch.load(io.BytesIO(payload), weights_only=True)
     except Exception as exc:
-        return f"the result could not be read as a tensor ({type(exc).__name__})"
-    if not isinstance(got, torch.Tensor) or type(got) is not torch.Tensor:
-        return f"expected a torch.Tensor, got {type(got).__name__}"
-    if got.dtype != expected.dtype:
-        return f"dtype is {got.dtype}, expected {expected.dtype}"
-    if tuple(got.shape) != tuple(expected.shape):
-        return f"shape is {tuple(got.shape)}, expected {tuple(expected.shape)}"
-    if expected.is_floating_point():
-        rtol, atol = TOLERANCE.get(str(expected.dtype), (1e-5, 1e-5))
-        if torch.allclose(got, expected, rtol=rtol, atol=atol):
-            return None
-        bad = ~torch.isclose(got, expected, rtol=rtol, atol=atol)
-    else:
-        if torch.equal(got, expected):
-            return None
-        bad = got != expected
-    flat = int(bad.flatten().nonzero()[0])
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), expected.shape)) if expected.dim() else ()
-    where = f"[{', '.join(map(str, index))}]" if index else ""
-    return (
-        f"element {where or 'value'} is {_fmt(got.flatten()[flat])}, expected {_fmt(expected.flatten()[flat])}"
-        f" ({int(bad.sum())} of {expected.numel()} elements differ)"
-    )
+        return trees.Mismatch("", f"the result could not be read ({type(exc).__name__})")
 
 
-def case_failure(group: GroupRun, index: int, rank: int) -> str | None:
-    """Why rank ``rank`` failed case ``index`` of ``group``, or None if it passed."""
-    key = (index, rank)
+def result(group: GroupRun, index: int, rank: int) -> Any:
+    """Rank ``rank``'s result of case ``index``, loaded, or None if it sent none (or an unreadable one)."""
+    run = group.ranks[rank]
+    if index not in run.results:
+        return None
+    if index not in run.loaded:
+        run.loaded[index] = load(run.results[index])
+    got = run.loaded[index]
+    return None if isinstance(got, trees.Mismatch) else got
+
+
+def case_failure(group: GroupRun, index: int, rank: int, part: str | None = None) -> str | None:
+    """Why rank ``rank`` failed case ``index`` of ``group`` (only the keys ``part`` judges), or None."""
+    key = (index, rank, part)
     if key not in group.verdicts:
-        group.verdicts[key] = _case_failure(group, index, rank)
+        group.verdicts[key] = _case_failure(group, index, rank, part)
     return group.verdicts[key]
 
 
-def _case_failure(group: GroupRun, index: int, rank: int) -> str | None:
+def _case_failure(group: GroupRun, index: int, rank: int, part: str | None) -> str | None:
     case = group.cases[index]
     run = group.ranks[rank]
     if group.status is None:
@@ -131,46 +146,82 @@ def _case_failure(group: GroupRun, index: int, rank: int) -> str | None:
     if index not in run.results:
         state = run.info.get("state", "no report")
         return f"no result: the run ended with this rank {state}"
-    return compare(case.expected[rank], run.results[index])
+    if index not in run.loaded:
+        run.loaded[index] = load(run.results[index])
+    got = run.loaded[index]
+    if isinstance(got, trees.Mismatch):
+        return str(got)
+    keys = case.keys(part)
+    found = trees.compare(trees.select(case.expected[rank], keys), trees.select(got, keys), case.tolerance)
+    return str(found) if found else None
 
 
 def correctness(facts: Facts, check: str) -> Outcome:
-    """Every case of ``check`` on every rank of every world size is right."""
+    """Every case that judges ``check`` is right on every rank of every world size.
+
+    Partial credit: the fraction of (case, rank) results that are right.
+    """
     total = passed = 0
-    first: dict[str, Any] | None = None
+    failures: list[dict[str, Any]] = []
     for group in facts.groups:
         for i, case in enumerate(group.cases):
-            if case.check != check:
+            if not case.judges(check):
                 continue
+            part = check if check in (case.parts or {}) else None
             for rank in range(group.world_size):
                 total += 1
-                why = case_failure(group, i, rank)
+                why = case_failure(group, i, rank, part)
                 if why is None:
                     passed += 1
-                elif first is None:
-                    first = {"world_size": group.world_size, "rank": rank, "case": case.label, "reason": why}
+                else:
+                    failures.append(
+                        {"group": group.name, "world_size": group.world_size, "rank": rank, "case": case.label}
+                        | {"reason": why}
+                    )
     data: dict[str, Any] = {"rank_cases": total, "passed": passed}
     if not total:
-        return Outcome(False, "no cases were run for this check", data)
-    if first is None:
+        return Outcome(False, "no cases were run for this check", data, 0.0)
+    if not failures:
         return Outcome(True, f"all {total} rank results correct", data)
-    data["first_failure"] = first
-    return Outcome(
-        False, f"world size {first['world_size']}, rank {first['rank']}, {first['case']}: {first['reason']}", data
-    )
+    data["first_failure"] = failures[0]
+    return Outcome(False, summarise_failures(failures, total), data, passed / total)
+
+
+def _shape(text: str) -> str:
+    """A failure's reason with its numbers blanked, so the same mistake at other sizes reads as one."""
+    return re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
+
+
+def summarise_failures(failures: list[dict[str, Any]], total: int) -> str:
+    """The first failure in full; the same mistake elsewhere said once, as where else it happened."""
+    first = failures[0]
+    message = f"{first['group']}, rank {first['rank']}, {first['case']}: {first['reason']}"
+    same = [f for f in failures[1:] if _shape(f["reason"]) == _shape(first["reason"])]
+    groups = sorted({f["group"] for f in same} - {first["group"]})
+    if groups:
+        message += f" (the same at {', '.join(groups)})"
+    others = len(failures) - 1 - len(same)
+    if others:
+        message += f"; {others} other result{'s' if others > 1 else ''} wrong"
+    return f"{message} [{total - len(failures)} of {total} right]"
+
+
+def sent_p2p(facts: Facts) -> bool:
+    """Some rank handed bytes to send/isend (counted in the ranks: only used to deny credit)."""
+    return any(sum((run.guard.get("sent") or {}).values()) > 0 for g in facts.groups for run in g.ranks)
 
 
 def no_builtin_collectives(facts: Facts) -> Outcome:
-    """No rank reported a built-in collective call, and every correctness case passed.
+    """No rank reported a built-in collective call, and the ranks did communicate point to point.
 
-    The call counts come from inside the ranks, so they are only ever used to
-    fail: a student who hides a collective still has to get every result right.
+    The call counts come from inside the ranks, so they are only ever used to fail. This check
+    holds on its own: wrong results are the correctness checks' business, not this one's.
     """
     calls: dict[str, int] = {}
     for group in facts.groups:
         for rank, run in enumerate(group.ranks):
             for name, n in (run.guard.get("collectives") or {}).items():
-                key = f"world size {group.world_size}, rank {rank}: {name}"
+                key = f"{group.name}, rank {rank}: {name}"
                 calls[key] = calls.get(key, 0) + int(n)
     if calls:
         first, n = next(iter(calls.items()))
@@ -181,8 +232,19 @@ def no_builtin_collectives(facts: Facts) -> Outcome:
             "build the operation from send/recv/isend/irecv",
             {"calls": calls},
         )
-    checks = sorted({c.check for g in facts.groups for c in g.cases})
-    wrong = [c for c in checks if not correctness(facts, c).passed]
-    if wrong:
-        return Outcome(False, f"no built-in collectives seen, but {', '.join(wrong)} did not pass", {"calls": {}})
+    if not sent_p2p(facts):
+        return Outcome(False, "no rank sent anything with send/isend: the ranks must exchange data", {"calls": {}})
     return Outcome(True, "only point-to-point primitives were used", {"calls": {}})
+
+
+def wire_matrix(group: GroupRun) -> list[list[int]]:
+    """Bytes rank r sent to rank p over every measured call of ``group`` (kernel counts)."""
+    n = group.world_size
+    matrix = [[0] * n for _ in range(n)]
+    for wire in group.wire.values():
+        for src, peers in (wire.get("sent") or {}).items():
+            for dst, nbytes in peers.items():
+                s, d = int(src), int(dst)
+                if 0 <= s < n and 0 <= d < n:
+                    matrix[s][d] += int(nbytes)
+    return matrix

@@ -30,14 +30,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from labs import channel
 
-if TYPE_CHECKING:
-    from labs.template import Template
 
-LIB_FILES = ("__init__.py", "channel.py", "netstat.py", "harness.py", "zygote.py")
+class Spawner(Protocol):
+    """What puts a warm zygote into a started sandbox (``labs.template.Template``)."""
+
+    def spawn(self, pid: int, job_fd: int, log_fd: int) -> None: ...
+
+
+LIB_FILES = ("__init__.py", "channel.py", "netstat.py", "trees.py", "harness.py", "zygote.py")
 LABS_DIR = Path(__file__).resolve().parent
 LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.zygote import main; main()"
 ENV = {
@@ -147,7 +151,7 @@ class Sandbox:
     forks a torch-warm zygote into the holder's namespaces.
     """
 
-    def __init__(self, *, unsafe: bool = False, gpu: bool = False, template: Template | None = None):
+    def __init__(self, *, unsafe: bool = False, gpu: bool = False, template: Spawner | None = None):
         self.unsafe = unsafe
         self.sandboxed = not unsafe
         self.gpu = gpu
@@ -190,7 +194,7 @@ class Sandbox:
             self.niced = True
         self._popen(command, (fd,), {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"])} if self.unsafe else {})
 
-    def _start_in_holder(self, template: Template, fd: int, timeout: float = 20.0) -> None:
+    def _start_in_holder(self, template: Spawner, fd: int, timeout: float = 20.0) -> None:
         # One pipe for both: bwrap's info (written right after its clone), then the holder's "ready".
         ready_r, ready_w = os.pipe()
         said = b""

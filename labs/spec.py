@@ -2,22 +2,46 @@
 
 Torch-free on purpose: the web process lists and shows labs through this module
 and must never import torch. ``checks.py`` and ``solution.py`` are trusted files
-that only the worker opens; nothing here reads them.
+that only the worker opens; nothing here reads them. The engine stands below the
+web app: this module needs nothing from ``app``, which turns a ``LabError`` into
+its own content errors.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from app.content.source import ContentError, Problem, parse_yaml, validation_problems
-
 ID = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
+NAME = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+MODULE = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+PUBLIC_FILE = Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*\.py$")]
 REQUIRED_FILES = ("lab.yaml", "statement.md", "starter.py", "checks.py", "solution.py")
+# Engine module names a lab's public file may not shadow inside the ranks.
+RESERVED_MODULES = {"submission", "labs", "torch"}
 DEFAULT_CONTENT = Path(__file__).resolve().parents[1] / "content" / "labs"
+
+
+@dataclass(frozen=True, order=True)
+class LabProblem:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+class LabError(Exception):
+    """A lab folder is invalid; ``problems`` says where and why, each as ``path:line: message``."""
+
+    def __init__(self, problems: list[LabProblem]):
+        self.problems = sorted(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 class Strict(BaseModel):
@@ -41,17 +65,29 @@ class LabSpec(Strict):
     needs_gpu: bool = False
     time_limit_s: float = Field(gt=0, le=120)
     memory_limit_mb: int = Field(ge=64, le=16384)
-    functions: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(min_length=1)
+    # GPU memory each rank may take (NCCL only); unset: no cap beyond the device's.
+    gpu_memory_mb: int | None = Field(default=None, ge=64, le=1 << 20)
+    functions: list[NAME] = Field(min_length=1)
+    # Files of the lab folder mounted read-only next to the student's module in every rank
+    # (``import driver``): public code that owns the loop. Not secret, not trusted.
+    public_files: list[PUBLIC_FILE] = Field(default_factory=list)
+    # Modules the warm template imports before any job, so no rank pays for a lazy import.
+    preload: list[MODULE] = Field(default_factory=list)
     checks: list[CheckSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _unique_checks(self) -> LabSpec:
+    def _consistent(self) -> LabSpec:
         ids = [c.id for c in self.checks]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"duplicate check ids: {', '.join(dupes)}")
         if len(set(self.world_sizes)) != len(self.world_sizes):
             raise ValueError("world_sizes lists a size twice")
+        shadowing = sorted({f.removesuffix(".py") for f in self.public_files} & RESERVED_MODULES)
+        if shadowing:
+            raise ValueError(f"public_files may not be named {', '.join(shadowing)}.py")
+        if "checks.py" in self.public_files or "solution.py" in self.public_files:
+            raise ValueError("checks.py and solution.py are trusted and never public")
         return self
 
     @property
@@ -89,37 +125,92 @@ class Lab:
     def solution_path(self) -> Path:
         return self.folder / "solution.py"
 
+    @property
+    def mutants(self) -> list[Path]:
+        """Realistic wrong solutions (``mutants/*.py``) that must lose points."""
+        return sorted((self.folder / "mutants").glob("*.py"))
+
+    def public_sources(self) -> dict[str, str]:
+        """The public files' text by name, as the ranks get them."""
+        return {name: (self.folder / name).read_text(encoding="utf-8") for name in self.spec.public_files}
+
+
+def _line_map(node: yaml.Node, loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            child = (*loc, key.value)
+            lines[child] = key.start_mark.line + 1
+            _line_map(value, child, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, (*loc, i), lines)
+
+
+def _line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int:
+    while loc and loc not in lines:
+        loc = loc[:-1]
+    return lines.get(loc, 1)
+
+
+def _describe(err: Any) -> str:
+    where = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown field '{err['loc'][-1]}'"
+    if err["type"] == "missing":
+        return f"missing field '{where}'"
+    return f"{where}: {err['msg']}" if where else err["msg"]
+
+
+def parse_spec(text: str, where: str) -> LabSpec:
+    """Validate ``lab.yaml`` text; a LabError names the line of every problem."""
+    try:
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise LabError([LabProblem(where, mark.line + 1 if mark else 1, f"YAML syntax: {exc.problem}")]) from None
+    if not isinstance(data, dict) or node is None:
+        raise LabError([LabProblem(where, 1, "lab.yaml must be a mapping of fields")])
+    lines: dict[tuple[Any, ...], int] = {}
+    _line_map(node, (), lines)
+    try:
+        return LabSpec.model_validate(data)
+    except ValidationError as exc:
+        raise LabError([LabProblem(where, _line(lines, tuple(e["loc"])), _describe(e)) for e in exc.errors()]) from None
+
 
 def load_lab(folder: Path) -> Lab:
-    """Read and validate one lab folder; a ContentError lists every problem as ``path:line: message``."""
+    """Read and validate one lab folder; a LabError lists every problem as ``path:line: message``."""
     folder = Path(folder)
     where = str(folder / "lab.yaml")
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
-        raise ContentError([Problem(str(folder / m), 1, f"missing lab file {m}") for m in missing])
-    source = parse_yaml((folder / "lab.yaml").read_text(), where)
-    if not isinstance(source.data, dict):
-        raise ContentError([Problem(where, 1, "lab.yaml must be a mapping of fields")])
-    try:
-        spec = LabSpec.model_validate(source.data)
-    except ValidationError as exc:
-        raise ContentError(validation_problems(exc, source)) from None
+        raise LabError([LabProblem(str(folder / m), 1, f"missing lab file {m}") for m in missing])
+    spec = parse_spec((folder / "lab.yaml").read_text(encoding="utf-8"), where)
+    problems = [
+        LabProblem(where, 1, f"public file {name} is listed but missing")
+        for name in spec.public_files
+        if not (folder / name).is_file()
+    ]
     if spec.id != folder.name:
-        raise ContentError([source.problem(("id",), f"id {spec.id!r} must match the folder name {folder.name!r}")])
+        problems.append(LabProblem(where, 1, f"id {spec.id!r} must match the folder name {folder.name!r}"))
+    if problems:
+        raise LabError(problems)
     return Lab(spec, folder)
 
 
 def load_labs(root: Path = DEFAULT_CONTENT) -> dict[str, Lab]:
     """Every lab under ``root`` (``content/labs``), by id; all problems reported at once."""
     labs: dict[str, Lab] = {}
-    problems: list[Problem] = []
+    problems: list[LabProblem] = []
     for folder in sorted(p for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         try:
             lab = load_lab(folder)
-        except ContentError as exc:
+        except LabError as exc:
             problems.extend(exc.problems)
             continue
         labs[lab.id] = lab
     if problems:
-        raise ContentError(problems)
+        raise LabError(problems)
     return labs

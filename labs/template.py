@@ -57,8 +57,9 @@ def available() -> bool:
 class Template:
     """The worker's handle on the template process: started lazily, restarted if it dies."""
 
-    def __init__(self, start_timeout: float = 60.0):
+    def __init__(self, start_timeout: float = 60.0, preload: list[str] | None = None):
         self.start_timeout = start_timeout
+        self.preload = sorted(set(preload or []))  # modules imported once, before any zygote
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
@@ -66,7 +67,8 @@ class Template:
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
-        command = [sys.executable, "-I", "-c", LAUNCH.format(path=str(LABS_DIR.parent)), str(theirs.fileno())]
+        launch = LAUNCH.format(path=str(LABS_DIR.parent))
+        command = [sys.executable, "-I", "-c", launch, str(theirs.fileno()), json.dumps(self.preload)]
         try:
             self.proc = subprocess.Popen(
                 command,
@@ -178,7 +180,7 @@ def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     from labs import zygote
 
-    zygote.warm()
+    zygote.warm(json.loads(sys.argv[2]) if len(sys.argv) > 2 else [])
     control.sendall(b"ready\n")
     while True:
         message, fds, _, _ = socket.recv_fds(control, 4096, 2)

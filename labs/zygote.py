@@ -18,6 +18,7 @@ import os
 import selectors
 import socket
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -101,11 +102,33 @@ class Zygote:
         channel.send(self.fd, meta, payload)
 
     def run(self) -> None:
+        preload(self.job.get("preload") or [])
+        self.prepare_files()
         for g, group in enumerate(self.job["groups"]):
             status, infos = self.run_group(g, group)
             self.tell({"kind": "group_end", "group": g, "status": status, "ranks": infos})
             if status != "ok":
                 break
+
+    def prepare_files(self) -> None:
+        """The lab's public files, read-only for the ranks, and the scratch directory phases share."""
+        sandboxed = bool(self.job.get("sandboxed", True))
+        public = self.job.get("public") or {}
+        base = "/tmp" if sandboxed else tempfile.mkdtemp(prefix="ringlab-job-")
+        if public:
+            folder = os.path.join(base, "lab")
+            os.mkdir(folder, 0o755)
+            for name, text in public.items():
+                path = os.path.join(folder, os.path.basename(name))
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+                os.chmod(path, 0o444)
+            os.chmod(folder, 0o555)
+            self.job["public_dir"] = folder
+        shared = os.path.join(base, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o777)
+        self.job["shared_dir"] = shared
 
     def fork_ranks(self, g: int, group: dict[str, Any]) -> list[RankState]:
         ranks: list[RankState] = []
@@ -303,7 +326,7 @@ class Zygote:
         return infos
 
 
-def warm() -> None:
+def warm(modules: list[str] | None = None) -> None:
     """Import what every rank needs, before any job: the expensive part of starting a rank."""
     import warnings
 
@@ -312,6 +335,16 @@ def warm() -> None:
     import torch.distributed.distributed_c10d  # noqa: F401
 
     assert dist.is_gloo_available()
+    preload(modules or [])
+
+
+def preload(modules: list[str]) -> None:
+    """Import the modules a lab's code would import lazily (``lab.yaml``'s ``preload``)."""
+    import importlib
+
+    for name in modules:
+        if name not in sys.modules:
+            importlib.import_module(name)
 
 
 def serve(fd: int) -> None:

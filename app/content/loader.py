@@ -182,7 +182,7 @@ def load_tree(root: Path, *, check_markdown: bool = True) -> ContentTree:
     return tree
 
 
-LAB_CODE = ("starter.py", "solution.py", "checks.py")
+LAB_CODE = ("starter.py", "solution.py", "checks.py")  # and the public files, and mutants/*.py
 
 
 def _check_labs(c: _Collector, root: Path, exercise_ids: set[str]) -> None:
@@ -190,16 +190,15 @@ def _check_labs(c: _Collector, root: Path, exercise_ids: set[str]) -> None:
 
     Only parsed, never run: the checks and the solution are the worker's, and import torch.
     """
-    from labs.spec import load_lab  # torch-free
+    from labs.spec import LabError, load_lab  # torch-free
 
     for folder in _subdirs(root):
         try:
             lab = load_lab(folder)
-        except ContentError as exc:
+        except LabError as exc:
             c.problems.extend(Problem(c.rel(Path(p.path)), p.line, p.message) for p in exc.problems)
             continue
-        for name in LAB_CODE:
-            path = folder / name
+        for path in [*(folder / n for n in (*LAB_CODE, *lab.spec.public_files)), *lab.mutants]:
             try:
                 compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
             except (SyntaxError, ValueError, UnicodeDecodeError) as exc:

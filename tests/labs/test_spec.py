@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.content.source import ContentError
-from labs.spec import load_lab, load_labs
+from labs.spec import LabError, load_lab, load_labs
 from labs.verdict import CheckResult, Verdict
 
 from .conftest import labs_dir
@@ -56,14 +55,14 @@ def test_invalid_lab_yaml_is_reported_with_path_and_line(tmp_path: Path) -> None
         "time_limit_s: 5\nmemory_limit_mb: 256\nfunctions: [f]\nchecks:\n  - id: a\n    title: A\n    points: 1\n"
         "    colour: red\n"
     )
-    with pytest.raises(ContentError) as exc:
+    with pytest.raises(LabError) as exc:
         load_lab(folder)
     assert str(exc.value) == f"{folder / 'lab.yaml'}:13: unknown field 'colour'"
 
 
 def test_missing_lab_file_is_reported(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
-    with pytest.raises(ContentError, match=r"missing lab file lab\.yaml"):
+    with pytest.raises(LabError, match=r"missing lab file lab\.yaml"):
         load_lab(tmp_path / "x")
 
 

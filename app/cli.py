@@ -17,6 +17,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(content_app, name="content")
 users_app = typer.Typer(help="Accounts.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
+lab_app = typer.Typer(help="Labs: prove them before students see them.", no_args_is_help=True)
+app.add_typer(lab_app, name="lab")
 
 
 def _fail_on_problems(exc: Exception) -> None:
@@ -217,6 +219,50 @@ def users_create(
         raise typer.Exit(1) from None
     finally:
         engine.dispose()
+
+
+@lab_app.command("test")
+def lab_test(
+    lab_ids: Annotated[list[str] | None, typer.Argument(help="Lab ids (default: every lab).")] = None,
+    record: Annotated[
+        bool, typer.Option(help="Write the reference's communication picture to reference-wire.json.")
+    ] = True,
+) -> None:
+    """Grade each lab's reference (must get full marks) and every mutant in mutants/ (each must lose points)."""
+    from labs.grader import Grader
+    from labs.prove import MIN_MUTANTS, prove, record_reference_wire, summary, table
+    from labs.spec import LabError, load_labs
+
+    root = _content_dir() / "labs"
+    try:
+        labs = load_labs(root)
+    except LabError as exc:
+        for problem in exc.problems:
+            typer.echo(str(problem), err=True)
+        raise typer.Exit(1) from None
+    unknown = sorted(set(lab_ids or []) - set(labs))
+    if unknown:
+        typer.echo(f"no such lab: {', '.join(unknown)} (labs: {', '.join(sorted(labs))})", err=True)
+        raise typer.Exit(2)
+    failed = []
+    with Grader(root, pool_size=1) as grader:
+        for lab_id in lab_ids or sorted(labs):
+            lab = labs[lab_id]
+            rows = prove(grader, lab)
+            typer.echo(f"\n{lab_id}: {lab.spec.title}\n{table(lab, rows)}")
+            result = summary(rows)
+            if result["mutants"] < MIN_MUTANTS:
+                typer.echo(
+                    f"  {lab_id}: {result['mutants']} mutants in mutants/, at least {MIN_MUTANTS} needed", err=True
+                )
+            if not result["ok"]:
+                failed.append(lab_id)
+            elif record and (path := record_reference_wire(lab, rows[0].verdict)):
+                typer.echo(f"  recorded the reference's communication in {path}")
+    if failed:
+        typer.echo(f"\nNOT PROVEN: {', '.join(failed)}", err=True)
+        raise typer.Exit(1)
+    typer.echo("\nevery lab proven: references at full marks, every mutant loses points")
 
 
 def _content_dir() -> Path:

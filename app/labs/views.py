@@ -14,7 +14,7 @@ from app.content.markdown import render as markdown
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep
 from app.errors import DomainError
-from app.labs import catalog, service
+from app.labs import catalog, service, wire
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
 from app.web.templating import render, templates
@@ -57,6 +57,7 @@ def result_view(submission: Submission | None, lab: Lab, *, session: Session) ->
         "verdict": verdict or {},
         "checks": checks,
         "volume": service.volume_table(checks),
+        "wire": wire.comparison(verdict or {}),
         "output": sorted((verdict or {}).get("output", {}).items()),
         "poll_ms": POLL_MS,
     }

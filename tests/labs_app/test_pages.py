@@ -52,6 +52,10 @@ VERDICT = {
         {"id": "no-builtin-collectives", "title": "t", "points": 1, "passed": False, "score": 0, "message": "no"},
     ],
     "output": {"ws2/rank1": "hello from rank one"},
+    "data": {
+        "wire": {"world size 2": [[0, 4242], [17, 0]]},
+        "reference_wire": {"world size 2": [[0, 3000], [3000, 0]]},
+    },
 }
 
 
@@ -111,6 +115,11 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     assert "6/10 points" in done.text and "first mismatch at element 7" in done.text
     assert "1,573,000" in done.text and "1,572,864" in done.text and "2(N-1)/N" in done.text
     assert "hello from rank one" in done.text
+    # A graded submission below full marks is not shown as a success.
+    assert "badge-graded badge-partial" in done.text
+    # The communication picture: the student's byte matrix beside the reference's, exact numbers on hover.
+    assert done.text.count('class="chart wire-map"') == 2
+    assert "rank 0 → rank 1: 4,242 bytes" in done.text and "rank 1 → rank 0: 3,000 bytes" in done.text
     history = client.get("/labs/ring-allreduce/history", headers=HX).text
     assert f"/labs/submissions/{sid}" in history and "6/10" in history
     full = client.get(f"/labs/submissions/{sid}")

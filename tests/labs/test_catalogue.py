@@ -1,0 +1,59 @@
+"""Every lab in content/labs is proven: its reference gets full marks and each of its mutants loses points."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from labs import template
+from labs.prove import MIN_MUTANTS, prove, summary, table
+from labs.spec import DEFAULT_CONTENT, load_labs
+
+LABS = sorted(load_labs(DEFAULT_CONTENT))
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def catalogue_grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+@pytest.mark.parametrize("lab_id", LABS)
+def test_lab_is_proven(catalogue_grader, lab_id: str) -> None:
+    lab = load_labs(DEFAULT_CONTENT)[lab_id]
+    rows = prove(catalogue_grader, lab)
+    result = summary(rows)
+    assert result["mutants"] >= MIN_MUTANTS, f"{lab_id} has {result['mutants']} mutants"
+    assert result["ok"], "\n" + table(lab, rows)
+    # Every mutant's loss comes with a message a student can act on, not a bare "failed".
+    for row in rows[1:]:
+        lost = [c for c in row.verdict.checks if c.id in row.lost]
+        assert all(len(c.message) > 20 for c in lost), (row.name, [c.message for c in lost])
+
+
+def test_lab_test_command_refuses_an_unproven_lab(tmp_path: Path) -> None:
+    # The engine's test lab has no mutants: `ringlab lab test` prints its table and exits 1.
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tree-lab", tmp_path / "labs" / "tree-lab")
+    env = {**os.environ, "RINGLAB_CONTENT_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [str(Path(sys.executable).with_name("ringlab")), "lab", "test", "tree-lab", "--no-record"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "solution.py" in out.stdout and "passed" in out.stdout and "8/8" in out.stdout
+    assert "0 mutants in mutants/" in out.stderr and "NOT PROVEN: tree-lab" in out.stderr
+    missing = subprocess.run(
+        [str(Path(sys.executable).with_name("ringlab")), "lab", "test", "no-such-lab"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "no such lab: no-such-lab" in missing.stderr

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
 from labs.public import load_public
 
 DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB of gradients per all-reduce
@@ -49,6 +49,18 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
 
 def _cases(facts: Facts, check: str) -> list[tuple[Any, int, Case]]:
     return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if check in (c.parts or {c.check: []})]
+
+
+def _finished(g: Any, i: int) -> bool:
+    """Every rank of the group returned a result tree (training ran to the end everywhere)."""
+    return all(isinstance(result(g, i, r), dict) for r in range(g.world_size))
+
+
+def _sizes(names: list[str]) -> str:
+    return "world size " + ", ".join(names) if names else ""
+
+
+UNFINISHED = "training did not finish on every rank ({}), so {}: fix the error that the gradients check shows"
 
 
 def _close(a: Any, b: torch.Tensor) -> bool:
@@ -96,26 +108,28 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
 
 
 def _judge(facts: Facts, check: str, hint: Any) -> Outcome:
+    """Every rank's result right at ``check``'s keys; the first failure in full, with ``hint``'s advice."""
     total = passed = 0
-    first: tuple[Any, int, Case, int, str] | None = None
+    failures: list[dict[str, Any]] = []
+    first: tuple[Any, int, Case, int] | None = None
     for g, i, case in _cases(facts, check):
         for r in range(g.world_size):
             total += 1
             why = case_failure(g, i, r, part=check)
             if why is None:
                 passed += 1
-            elif first is None:
-                first = (g, i, case, r, why)
+                continue
+            failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label, "reason": why})
+            first = first or (g, i, case, r)
     data: dict[str, Any] = {"rank_cases": total, "passed": passed}
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if first is None:
         return Outcome(True, f"all {total} rank results equal single-process training", data, fraction=1.0)
-    g, i, case, r, why = first
-    message = f"world size {g.world_size}, rank {r}, {case.label}: {why}.{hint(g, i, case, r)}"
-    if passed:
-        message += f" ({passed} of {total} rank results were right.)"
-    return Outcome(False, message, data, fraction=passed / total)
+    g, i, case, r = first
+    extra = hint(g, i, case, r) if isinstance(result(g, i, r), dict) else ""
+    data["first_failure"] = failures[0]
+    return Outcome(False, f"{summarise_failures(failures, total)}.{extra}", data, fraction=passed / total)
 
 
 def gradients(facts: Facts) -> Outcome:
@@ -137,28 +151,30 @@ def parameters(facts: Facts) -> Outcome:
 
 def ranks_identical(facts: Facts) -> Outcome:
     problems: list[str] = []
+    unfinished: list[str] = []
     good = total = 0
     for g, i, _ in _cases(facts, "parameters"):
         total += 1
-        trees = [result(g, i, r) for r in range(g.world_size)]
-        missing = [r for r, t in enumerate(trees) if not isinstance(t, dict) or not isinstance(t.get("params"), dict)]
-        if missing:
-            problems.append(f"world size {g.world_size}: rank {missing[0]} returned no parameters")
+        if not _finished(g, i):
+            unfinished.append(str(g.world_size))
             continue
-        diff = _first_difference(trees)
+        diff = _first_difference([result(g, i, r) for r in range(g.world_size)])
         if diff:
             problems.append(f"world size {g.world_size}: {diff}")
         else:
             good += 1
     if not total:
         return Outcome(False, "no cases were run for this check", fraction=0.0)
+    message = ""
     if problems:
-        return Outcome(
-            False,
-            "; ".join(problems)
-            + ". Every rank must apply the same averaged gradients, so that the replicas never drift apart.",
-            fraction=good / total,
+        message = "; ".join(problems) + (
+            ". Every rank must apply the same averaged gradients, so that the replicas never drift apart."
         )
+    if unfinished:
+        why = UNFINISHED.format(_sizes(unfinished), "the ranks' parameters could not be compared")
+        message += (" " if message else "") + why[0].upper() + why[1:] + "."
+    if message:
+        return Outcome(False, message, fraction=good / total)
     return Outcome(True, "every rank ended with the same parameters", fraction=1.0)
 
 
@@ -181,6 +197,7 @@ def _first_difference(trees: list[dict[str, Any]]) -> str | None:
 
 def communication(facts: Facts) -> Outcome:
     problems: list[str] = []
+    unfinished: list[str] = []
     data: dict[str, Any] = {}
     good = total = 0
     for g, i, case in _cases(facts, "gradients"):
@@ -189,8 +206,8 @@ def communication(facts: Facts) -> Outcome:
         total += 1
         n = g.world_size
         wire = g.wire.get(i)
-        if wire is None:
-            problems.append(f"world size {n}: the training run ended before its traffic could be measured")
+        if wire is None or not _finished(g, i):
+            unfinished.append(str(n))
             continue
         size = sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
         theory = STEPS * 2 * (n - 1) * size / n
@@ -225,8 +242,11 @@ def communication(facts: Facts) -> Outcome:
             good += 1
     if not total:
         return Outcome(False, "no measured training run", data, fraction=0.0)
+    if unfinished:
+        problems.append(UNFINISHED.format(_sizes(unfinished), "its traffic says nothing"))
     if problems:
-        return Outcome(False, "; ".join(problems[:3]) + ".", data, fraction=good / total)
+        message = "; ".join(problems[:3]) + "."
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
     note = ""
     if not gradients(facts).passed or not parameters(facts).passed:
         note = " (the bytes are right, although the values are not: see the other checks)"

@@ -29,6 +29,6 @@ def sync_gradients(model: torch.nn.Module) -> None:
     for p in model.parameters():
         if p.grad is None:
             continue
-        # TODO: make p.grad the average over the ranks (sum with dist.all_reduce, divide by
-        # world_size), or do it once for a flat buffer of all the gradients.
-    raise NotImplementedError(f"sync_gradients on {world_size} ranks")
+        # TODO: make p.grad the average over the ranks: sum it with dist.all_reduce and divide
+        # by world_size (or do that once for a flat buffer of all the gradients).
+        raise NotImplementedError(f"average p.grad over the {world_size} ranks")

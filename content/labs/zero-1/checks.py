@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
 from labs.public import load_public
 
 DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB; full AdamW state is twice that
@@ -72,37 +72,102 @@ def _cases(facts: Facts, check: str) -> list[tuple[Any, int, Case]]:
     return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if check in (c.parts or {c.check: []})]
 
 
-def _judge(facts: Facts, check: str, hint: str) -> Outcome:
+def _finished(g: Any, i: int) -> bool:
+    """Every rank of the group returned a result tree (training ran to the end everywhere)."""
+    return all(isinstance(result(g, i, r), dict) for r in range(g.world_size))
+
+
+def _sizes(names: list[str]) -> str:
+    return "world size " + ", ".join(names)
+
+
+UNFINISHED = "training did not finish on every rank ({}), so {}: fix the error that the first-step check shows"
+
+
+def _judge(facts: Facts, check: str, hint: str | Any) -> Outcome:
+    """Every rank's result right at ``check``'s keys; the first failure in full, then ``hint``."""
     total = passed = 0
-    first: tuple[Any, Case, int, str] | None = None
+    failures: list[dict[str, Any]] = []
+    first: tuple[Any, int, Case, int] | None = None
     for g, i, case in _cases(facts, check):
         for r in range(g.world_size):
             total += 1
             why = case_failure(g, i, r, part=check)
             if why is None:
                 passed += 1
-            elif first is None:
-                first = (g, case, r, why)
+                continue
+            failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label, "reason": why})
+            first = first or (g, i, case, r)
     data: dict[str, Any] = {"rank_cases": total, "passed": passed}
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if first is None:
         return Outcome(True, f"all {total} rank results equal torch.optim.AdamW on one process", data, fraction=1.0)
-    g, case, r, why = first
-    message = f"world size {g.world_size}, rank {r}, {case.label}: {why}. {hint}"
-    if passed:
-        message += f" ({passed} of {total} rank results were right.)"
-    return Outcome(False, message, data, fraction=passed / total)
+    g, i, case, r = first
+    advice = hint if isinstance(hint, str) else hint(g, i, case, r)
+    extra = f" {advice}" if isinstance(result(g, i, r), dict) else ""
+    data["first_failure"] = failures[0]
+    return Outcome(False, f"{summarise_failures(failures, total)}.{extra}", data, fraction=passed / total)
+
+
+FIRST_STEP = (
+    "After one step every parameter must equal torch.optim.AdamW's: decay the parameter first,"
+    " p <- p (1 - lr wd), then p <- p - lr m_hat / (sqrt(v_hat) + eps) with bias-corrected moments,"
+    " and share each rank's updated slice with all the others."
+)
+
+
+def _flat(tree: Any) -> torch.Tensor | None:
+    if not isinstance(tree, dict) or not all(isinstance(t, torch.Tensor) for t in tree.values()):
+        return None
+    return torch.cat([t.reshape(-1).to(torch.float64) for t in tree.values()])
+
+
+def _first_step_variants(inputs: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The initial parameters, flat, and the first step as common mistakes compute it."""
+    driver = load_public(__file__, "driver")
+    dims = list(inputs["dims"])
+    model = driver.build_model(int(inputs["seed"]), dims)
+    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    driver.loss_fn(model, x, y).backward()
+    p = torch.cat([q.detach().reshape(-1) for q in model.parameters()])
+    g = torch.cat([q.grad.reshape(-1) for q in model.parameters() if q.grad is not None])
+    lr, wd, eps = float(inputs["lr"]), float(inputs["weight_decay"]), float(inputs["eps"])
+    beta1, beta2 = (float(b) for b in inputs["betas"])
+    l2 = g + wd * p
+    return p, {
+        "Adam's moments are used without bias correction: divide m by 1 - beta1^t and v by 1 - beta2^t,"
+        " with t counting steps from 1": p * (1 - lr * wd)
+        - lr * ((1 - beta1) * g) / (((1 - beta2) * g * g).sqrt() + eps),
+        "the weight decay went into the gradient (L2 regularisation, as Adam does); AdamW decays the"
+        " parameter itself, p <- p (1 - lr wd), and leaves the gradient alone": p - lr * l2 / (l2.abs() + eps),
+        "no weight decay was applied: AdamW first multiplies the parameter by 1 - lr wd": p - lr * g / (g.abs() + eps),
+    }
+
+
+def _first_step_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = _flat((result(g, i, rank) or {}).get("first"))
+    want = _flat(case.expected[rank]["first"])
+    if got is None or want is None or got.shape != want.shape:
+        return FIRST_STEP
+    init, variants = _first_step_variants(case.inputs[rank])
+    for advice, variant in variants.items():
+        if torch.allclose(got, variant, rtol=1e-7, atol=1e-10):
+            return f"The parameters are what you get when {advice}."
+    right = torch.isclose(got, want, rtol=1e-7, atol=1e-10)
+    stale = torch.isclose(got, init, rtol=1e-7, atol=1e-10) & ~right
+    if bool((right | stale).all()) and bool(stale.any()):
+        share = float(right.double().mean())
+        return (
+            f"Only {share:.0%} of the parameters took the step on rank {rank}; the rest still hold their initial"
+            " values: after updating its slice every rank must send it to all the others (dist.all_gather) and"
+            " copy what it receives into the parameters."
+        )
+    return FIRST_STEP
 
 
 def first_step(facts: Facts) -> Outcome:
-    return _judge(
-        facts,
-        "first-step",
-        "After one step every parameter must equal torch.optim.AdamW's: decay the parameter first,"
-        " p <- p (1 - lr wd), then p <- p - lr m_hat / (sqrt(v_hat) + eps) with bias-corrected moments,"
-        " and share each rank's updated slice with all the others.",
-    )
+    return _judge(facts, "first-step", _first_step_hint)
 
 
 def parameters(facts: Facts) -> Outcome:
@@ -115,28 +180,31 @@ def parameters(facts: Facts) -> Outcome:
 
 def ranks_identical(facts: Facts) -> Outcome:
     problems: list[str] = []
+    unfinished: list[str] = []
     good = total = 0
     for g, i, _ in _cases(facts, "parameters"):
         total += 1
-        trees = [result(g, i, r) for r in range(g.world_size)]
-        missing = [r for r, t in enumerate(trees) if not isinstance(t, dict) or not isinstance(t.get("params"), dict)]
-        if missing:
-            problems.append(f"world size {g.world_size}: rank {missing[0]} returned no parameters")
+        if not _finished(g, i):
+            unfinished.append(str(g.world_size))
             continue
-        diff = _first_difference(trees)
+        diff = _first_difference([result(g, i, r) for r in range(g.world_size)])
         if diff:
             problems.append(f"world size {g.world_size}: {diff}")
         else:
             good += 1
     if not total:
         return Outcome(False, "no cases were run for this check", fraction=0.0)
+    message = ""
     if problems:
-        return Outcome(
-            False,
-            "; ".join(problems) + ". Each rank updates only its own slice: send the updated slices to every"
-            " rank (e.g. dist.all_gather) and copy them into the parameters after every step.",
-            fraction=good / total,
+        message = "; ".join(problems) + (
+            ". Each rank updates only its own slice: send the updated slices to every rank"
+            " (e.g. dist.all_gather) and copy them into the parameters after every step."
         )
+    if unfinished:
+        why = UNFINISHED.format(_sizes(unfinished), "the ranks' parameters could not be compared")
+        message += (" " if message else "") + why[0].upper() + why[1:] + "."
+    if message:
+        return Outcome(False, message, fraction=good / total)
     return Outcome(True, "every rank ended with the same parameters", fraction=1.0)
 
 
@@ -166,6 +234,7 @@ def sharded_state(facts: Facts) -> Outcome:
     problems: list[str] = []
     data: dict[str, Any] = {}
     sharded: list[str] = []
+    unfinished: list[str] = []
     total = 0
     for g, i, case in _cases(facts, "parameters"):
         total += 1
@@ -178,7 +247,7 @@ def sharded_state(facts: Facts) -> Outcome:
         held = [t.get("state_bytes") if isinstance(t, dict) else None for t in trees]
         data[f"world_size_{n}"] = {"state_bytes_per_rank": held, "allowed_per_rank": allowed, "full_adamw_state": full}
         if any(not isinstance(h, int) for h in held):
-            problems.append(f"world size {n}: training did not finish on every rank, so nothing was measured")
+            unfinished.append(str(n))
         elif over := [r for r in range(n) if held[r] > allowed]:
             r = over[0]
             problems.append(
@@ -205,33 +274,43 @@ def sharded_state(facts: Facts) -> Outcome:
             f"the state is sharded (bytes per rank, {'; '.join(sharded)}), but training is not equivalent to AdamW"
             " yet: fix the parameters (see those checks) to earn these points"
         )
+    if unfinished:
+        problems.append(UNFINISHED.format(_sizes(unfinished), "the state could not be measured"))
     good = len(sharded) if equivalent else 0
     if problems:
-        return Outcome(False, "; ".join(problems[:3]) + ".", data, fraction=good / total)
+        message = "; ".join(problems[:3]) + "."
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
     return Outcome(True, "each rank holds Adam state for about 1/N of the parameters, and training is AdamW's", data)
 
 
 def zero_grad(facts: Facts) -> Outcome:
     total = good = 0
     bad: list[str] = []
+    unfinished: list[str] = []
     for g, i, _ in _cases(facts, "parameters"):
+        if not _finished(g, i):
+            total += g.world_size
+            unfinished.append(str(g.world_size))
+            continue
         for r in range(g.world_size):
             total += 1
-            tree = result(g, i, r)
-            if isinstance(tree, dict) and tree.get("zero_grad_cleared") is True:
+            if result(g, i, r).get("zero_grad_cleared") is True:
                 good += 1
             elif not bad:
                 bad.append(f"world size {g.world_size}, rank {r}")
     if not total:
         return Outcome(False, "no cases were run for this check", fraction=0.0)
+    problems = []
     if bad:
-        return Outcome(
-            False,
-            f"{bad[0]}: after zero_grad() some parameter's .grad was still nonzero (or training did not finish)."
-            " zero_grad() must clear the gradients of every parameter, not only those of this rank's slice"
-            " (set p.grad = None, or zero it).",
-            fraction=good / total,
+        problems.append(
+            f"{bad[0]}: after zero_grad() some parameter's .grad was still nonzero. zero_grad() must clear the"
+            " gradients of every parameter, not only those of this rank's slice (set p.grad = None, or zero it)"
         )
+    if unfinished:
+        problems.append(UNFINISHED.format(_sizes(unfinished), "zero_grad() was not tried"))
+    if problems:
+        message = "; ".join(problems)
+        return Outcome(False, message[0].upper() + message[1:] + ".", fraction=good / total)
     return Outcome(True, "zero_grad() cleared every gradient on every rank", fraction=1.0)
 
 

@@ -44,14 +44,13 @@ class ZeroAdamW:
     def step(self) -> None:
         """One AdamW step; afterwards every rank's parameters hold every slice's update."""
         self.t += 1
-        beta1, beta2 = self.betas
-        bias_correction1, bias_correction2 = 1 - beta1**self.t, 1 - beta2**self.t
-        # TODO: for this rank's slice of the parameters p and of the gradients g:
+        # TODO: with beta1, beta2 = self.betas, on this rank's slice of the parameters p and of
+        # the gradients g (the full gradients are in each p.grad):
         #   p <- p * (1 - lr * weight_decay)
         #   m <- beta1 * m + (1 - beta1) * g ;  v <- beta2 * v + (1 - beta2) * g * g
-        #   p <- p - lr * (m / bias_correction1) / (sqrt(v / bias_correction2) + eps)
+        #   p <- p - lr * (m / (1 - beta1**t)) / (sqrt(v / (1 - beta2**t)) + eps)
         # then share the updated slices with every rank (e.g. dist.all_gather) and copy them back.
-        raise NotImplementedError(f"ZeroAdamW.step {self.t}: {bias_correction1=}, {bias_correction2=}")
+        raise NotImplementedError("ZeroAdamW.step: update this rank's slice, then share it")
 
     def zero_grad(self) -> None:
         """Clear the gradients of every parameter (not only this rank's slice)."""

@@ -85,6 +85,7 @@ def held_tensors(optimizer: Any, model: torch.nn.Module, submission: Any) -> lis
     stack += [(v, f"{type(optimizer).__name__}.{k}") for k, v in vars(type(optimizer)).items()]
     stack += [(v, f"submission.{k}") for k, v in vars(submission).items() if not isinstance(v, types.ModuleType)]
     stack += [(vars(p), f"parameter {name}") for name, p in model.named_parameters()]
+    stack.reverse()  # depth first from the optimizer itself, before any global can use up the budget
     while stack and len(seen) < MAX_NODES:
         obj, path = stack.pop()
         if id(obj) in seen or isinstance(obj, types.ModuleType | str | bytes | int | float | bool | None):

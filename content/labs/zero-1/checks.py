@@ -69,7 +69,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
 
 
 def _cases(facts: Facts, check: str) -> list[tuple[Any, int, Case]]:
-    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if check in (c.parts or {c.check: []})]
+    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.judges(check)]
 
 
 def _finished(g: Any, i: int) -> bool:

@@ -1,0 +1,261 @@
+"""Trusted checks for ddp-from-scratch: per-submission inputs, the single-process reference, the rules.
+
+Never mounted into the sandbox. The reference is ``driver.reference`` (single-process
+training on the whole global batch), run here, outside the sandbox, on this lab's own
+copy of the public driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
+from labs.public import load_public
+
+DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB of gradients per all-reduce
+BATCH = 24  # global batch: equal shards on 2, 3 and 4 ranks
+STEPS = 4
+LR, WEIGHT_DECAY = 0.1, 0.01
+TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ by ~1e-16
+# Bounds on each rank's bytes over all steps, as multiples of one all-reduce of the gradients per
+# step (2(N-1)/N x S). Measured: a flat buffer 1.002-1.005, one call per parameter 1.01-1.03;
+# reduce+broadcast 1.51 (N = 2), an all-gather 1.51 (N = 3); float32 gradients would be 0.5.
+HIGH, LOW = 1.2, 0.9
+HEADERS = 16384  # bytes per rank on top, for gloo's framing
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    driver = load_public(__file__, "driver")
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY}
+    expected = driver.reference(inputs)
+    return [
+        Case(
+            check="gradients",
+            fn="sync_gradients",
+            driver="train",
+            label=f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}",
+            inputs=[dict(inputs) for _ in range(world_size)],
+            expected=[expected for _ in range(world_size)],
+            inplace=False,
+            measure=True,
+            parts={"gradients": ["grads"], "parameters": ["params"]},
+            tolerance={"grads": TOLERANCE, "params": TOLERANCE},
+        )
+    ]
+
+
+def _cases(facts: Facts, check: str) -> list[tuple[Any, int, Case]]:
+    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.judges(check)]
+
+
+def _finished(g: Any, i: int) -> bool:
+    """Every rank of the group returned a result tree (training ran to the end everywhere)."""
+    return all(isinstance(result(g, i, r), dict) for r in range(g.world_size))
+
+
+def _sizes(names: list[str]) -> str:
+    return "world size " + ", ".join(names) if names else ""
+
+
+UNFINISHED = "training did not finish on every rank ({}), so {}: fix the error that the gradients check shows"
+
+
+def _close(a: Any, b: torch.Tensor) -> bool:
+    if not isinstance(a, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.allclose(a, b, rtol=TOLERANCE[0], atol=TOLERANCE[1])
+
+
+def _local_gradients(inputs: dict[str, Any], rank: int, world_size: int) -> dict[str, torch.Tensor]:
+    """This rank's own shard gradients in the first step (what it has before any averaging)."""
+    driver = load_public(__file__, "driver")
+    dims = list(inputs["dims"])
+    model = driver.build_model(int(inputs["seed"]), dims)
+    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    driver.loss_fn(model, driver.shard(x, rank, world_size), driver.shard(y, rank, world_size)).backward()
+    return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+
+
+def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    expected = case.expected[rank]["grads"]
+    if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
+        return ""
+    grads = got["grads"]
+    wrong = [n for n in expected if not _close(grads.get(n), expected[n])]
+    n = g.world_size
+    if wrong and all(_close(grads.get(k), n * expected[k]) for k in expected):
+        return (
+            f" Every gradient is {n} times too large: dist.all_reduce sums, so divide by"
+            " dist.get_world_size() to get the average."
+        )
+    local = _local_gradients(case.inputs[rank], rank, n)
+    if all(_close(grads.get(k), local[k]) for k in expected):
+        return (
+            " The gradients are still this rank's own shard gradients: nothing was averaged into .grad."
+            " All-reduce the gradients themselves (p.grad, not p or p.data), or copy the reduced flat"
+            " buffer back into every p.grad."
+        )
+    if len(wrong) < len(expected):
+        return (
+            f" {len(expected) - len(wrong)} of {len(expected)} parameters are right, but not"
+            f" {', '.join(wrong)}: average every parameter's gradient."
+        )
+    return " Each .grad must be the mean over ranks of the ranks' shard gradients (all-reduce, then divide)."
+
+
+def _judge(facts: Facts, check: str, hint: Any) -> Outcome:
+    """Every rank's result right at ``check``'s keys; the first failure in full, with ``hint``'s advice."""
+    total = passed = 0
+    failures: list[dict[str, Any]] = []
+    first: tuple[Any, int, Case, int] | None = None
+    for g, i, case in _cases(facts, check):
+        for r in range(g.world_size):
+            total += 1
+            why = case_failure(g, i, r, part=check)
+            if why is None:
+                passed += 1
+                continue
+            failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label, "reason": why})
+            first = first or (g, i, case, r)
+    data: dict[str, Any] = {"rank_cases": total, "passed": passed}
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if first is None:
+        return Outcome(True, f"all {total} rank results equal single-process training", data, fraction=1.0)
+    g, i, case, r = first
+    extra = hint(g, i, case, r) if isinstance(result(g, i, r), dict) else ""
+    data["first_failure"] = failures[0]
+    return Outcome(False, f"{summarise_failures(failures, total)}.{extra}", data, fraction=passed / total)
+
+
+def gradients(facts: Facts) -> Outcome:
+    return _judge(facts, "gradients", _gradient_hint)
+
+
+def _parameter_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    if case_failure(g, i, rank, part="gradients") is None:
+        return (
+            f" The first step's gradients were right, so a later step went wrong: every one of the {STEPS}"
+            " calls must average the gradients that loss.backward() just produced."
+        )
+    return " The gradients were already wrong after the first step: fix those first (see that check)."
+
+
+def parameters(facts: Facts) -> Outcome:
+    return _judge(facts, "parameters", _parameter_hint)
+
+
+def ranks_identical(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    unfinished: list[str] = []
+    good = total = 0
+    for g, i, _ in _cases(facts, "parameters"):
+        total += 1
+        if not _finished(g, i):
+            unfinished.append(str(g.world_size))
+            continue
+        diff = _first_difference([result(g, i, r) for r in range(g.world_size)])
+        if diff:
+            problems.append(f"world size {g.world_size}: {diff}")
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no cases were run for this check", fraction=0.0)
+    message = ""
+    if problems:
+        message = "; ".join(problems) + (
+            ". Every rank must apply the same averaged gradients, so that the replicas never drift apart."
+        )
+    if unfinished:
+        why = UNFINISHED.format(_sizes(unfinished), "the ranks' parameters could not be compared")
+        message += (" " if message else "") + why[0].upper() + why[1:] + "."
+    if message:
+        return Outcome(False, message, fraction=good / total)
+    return Outcome(True, "every rank ended with the same parameters", fraction=1.0)
+
+
+def _first_difference(trees: list[dict[str, Any]]) -> str | None:
+    base = trees[0]["params"]
+    for r, tree in enumerate(trees[1:], start=1):
+        for name, want in base.items():
+            got = tree["params"].get(name)
+            if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+                return f'rank {r} has no params["{name}"] of shape {tuple(want.shape)}'
+            if not torch.allclose(got, want, rtol=1e-12, atol=1e-14):
+                delta = (got - want).abs()
+                at = tuple(int(k) for k in torch.unravel_index(delta.argmax(), delta.shape))
+                return (
+                    f'params["{name}"][{", ".join(map(str, at))}] is {float(got[at]):.6g} on rank {r}'
+                    f" but {float(want[at]):.6g} on rank 0 after {STEPS} steps"
+                )
+    return None
+
+
+def communication(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    unfinished: list[str] = []
+    data: dict[str, Any] = {}
+    good = total = 0
+    for g, i, case in _cases(facts, "gradients"):
+        if not case.measure:
+            continue
+        total += 1
+        n = g.world_size
+        wire = g.wire.get(i)
+        if wire is None or not _finished(g, i):
+            unfinished.append(str(n))
+            continue
+        size = sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
+        theory = STEPS * 2 * (n - 1) * size / n
+        high, low = HIGH * theory + HEADERS, LOW * theory
+        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        data[f"world_size_{n}"] = {
+            "gradient_bytes": size,
+            "steps": STEPS,
+            "one_allreduce_per_step_bytes_per_rank": round(theory),
+            "measured_bytes_per_rank": sent,
+            "ratio": [round(s / theory, 4) for s in sent],
+            "sent": wire["sent"],
+        }
+        over = [(r, s) for r, s in enumerate(sent) if s > high]
+        under = [(r, s) for r, s in enumerate(sent) if s < low]
+        if over:
+            r, s = over[0]
+            problems.append(
+                f"world size {n}: rank {r} sent {s} bytes in {STEPS} steps, {s / theory:.3g} times what one"
+                f" all-reduce of the {size}-byte gradients per step needs (2(N-1)/N x {size} x {STEPS} ="
+                f" {round(theory)}). Send each gradient once per step with dist.all_reduce: no extra"
+                " broadcasts, gathers or second reductions"
+            )
+        elif under:
+            r, s = under[0]
+            problems.append(
+                f"world size {n}: rank {r} sent only {s} bytes in {STEPS} steps, {s / theory:.3g} of one"
+                f" all-reduce of the {size}-byte float64 gradients per step ({round(theory)}): every parameter's"
+                " full gradient must be all-reduced at every step"
+            )
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no measured training run", data, fraction=0.0)
+    if unfinished:
+        problems.append(UNFINISHED.format(_sizes(unfinished), "its traffic says nothing"))
+    if problems:
+        message = "; ".join(problems[:3]) + "."
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
+    note = ""
+    if not gradients(facts).passed or not parameters(facts).passed:
+        note = " (the bytes are right, although the values are not: see the other checks)"
+    return Outcome(True, f"each rank sent one all-reduce's worth of gradient bytes per step{note}", data, fraction=1.0)
+
+
+RULES = {
+    "gradients": gradients,
+    "parameters": parameters,
+    "ranks-identical": ranks_identical,
+    "communication": communication,
+}

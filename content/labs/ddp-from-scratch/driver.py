@@ -1,0 +1,107 @@
+"""Public driver for ddp-from-scratch: the training loop every rank runs around your code.
+
+Not secret: read it to see exactly what the grader does. Each rank builds the
+same model from the seed it is given, takes its equal shard of the global
+batch, computes the mean squared error over that shard, calls ``loss.backward()``
+and then your ``sync_gradients(model)``, and takes a plain SGD step (with weight
+decay) on whatever ``.grad`` holds afterwards. What it returns is compared,
+outside your code, with single-process training on the whole global batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+
+def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
+    """The float64 MLP ``Linear, Tanh, Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    layers: list[torch.nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
+        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
+        bound = fan_in**-0.5
+        with torch.no_grad():
+            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
+            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
+        layers.append(linear)
+        if i < len(dims) - 2:
+            layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers)
+
+
+def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The global batch ``(x, y)`` of one step, drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
+    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
+    return x, y
+
+
+def loss_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean squared error, averaged over every element of this (shard of the) batch."""
+    return ((model(x) - y) ** 2).mean()
+
+
+def sgd_step(model: torch.nn.Module, lr: float, weight_decay: float) -> None:
+    """``p <- p - lr * (grad + weight_decay * p)`` for every parameter (plain SGD with L2 weight decay)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is None:
+                raise RuntimeError("a parameter's .grad is None after sync_gradients(): keep the gradients in .grad")
+            p.sub_(lr * (p.grad + weight_decay * p))
+
+
+def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
+    """Rank ``rank``'s equal, contiguous slice of the global batch."""
+    per = t.shape[0] // world_size
+    return t[rank * per : (rank + 1) * per]
+
+
+def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Data-parallel training with the student's ``sync_gradients``; returns what the judge compares.
+
+    ``grads``: every parameter's ``.grad`` after ``sync_gradients`` in the first step.
+    ``params``: every parameter after ``inputs["steps"]`` SGD steps.
+    ``losses``: this rank's shard loss at each step (shown, never judged).
+    """
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    dims, batch = list(inputs["dims"]), int(inputs["batch"])
+    model = build_model(int(inputs["seed"]), dims)
+    first: dict[str, torch.Tensor] = {}
+    losses = []
+    for step in range(int(inputs["steps"])):
+        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
+        for p in model.parameters():
+            p.grad = None
+        loss = loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size))
+        loss.backward()
+        submission.sync_gradients(model)
+        if step == 0:
+            first = {
+                name: (p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan")))
+                for name, p in model.named_parameters()
+            }
+        sgd_step(model, float(inputs["lr"]), float(inputs["weight_decay"]))
+        losses.append(float(loss.detach()))
+    params = {name: p.detach().clone() for name, p in model.named_parameters()}
+    return {"grads": first, "params": params, "losses": torch.tensor(losses, dtype=torch.float64)}
+
+
+def reference(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The same training on one process with the whole global batch (what ``train`` must equal)."""
+    dims, batch = list(inputs["dims"]), int(inputs["batch"])
+    model = build_model(int(inputs["seed"]), dims)
+    first: dict[str, torch.Tensor] = {}
+    for step in range(int(inputs["steps"])):
+        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
+        for p in model.parameters():
+            p.grad = None
+        loss_fn(model, x, y).backward()
+        if step == 0:
+            first = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
+        sgd_step(model, float(inputs["lr"]), float(inputs["weight_decay"]))
+    return {"grads": first, "params": {name: p.detach().clone() for name, p in model.named_parameters()}}

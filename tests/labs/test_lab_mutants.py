@@ -18,14 +18,11 @@ from .conftest import labs_dir
 WORLD_SIZES = {"ring-allreduce": [4], "collectives-p2p": [3]}
 LOSES = {
     "ring-allreduce": {
-        "averages": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
+        # Wrong sums, but every byte went the ring's way: the wire checks hold on their own.
+        "averages": {"ring-all-reduce"},
         "builtin_all_reduce": {"ring-neighbours", "communication-volume", "no-builtin-collectives"},
-        "missing_all_gather": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
-        "result_not_written_back": {
-            "ring-all-reduce",
-            "ring-neighbours",
-            "communication-volume",
-        },
+        "missing_all_gather": {"ring-all-reduce"},
+        "result_not_written_back": {"ring-all-reduce"},
         "through_rank_zero": {"ring-neighbours", "communication-volume"},
         "torch_chunk": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
     },

@@ -50,8 +50,10 @@ def serve(
         # Keep-alive longer than uvicorn's 5 s default: a busy client that reuses a connection
         # just as the server closes it sees a dropped request.
         uvicorn.run(
-            "app.asgi:app", host=host, port=port, workers=workers, reload=reload, proxy_headers=True,
-            timeout_keep_alive=30,
+            "app.asgi:app", host=host, port=port, workers=workers, reload=reload, timeout_keep_alive=30,
+            # Forwarded headers are the app's to judge (RINGLAB_TRUSTED_PROXIES): uvicorn's own
+            # handling would believe any local client's X-Forwarded-For.
+            proxy_headers=False,
         )  # fmt: skip
     finally:
         if worker is not None:

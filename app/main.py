@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.accounts.api import router as accounts_api
 from app.accounts.flows import AuthLimits
@@ -68,6 +69,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuthMiddleware)
     app.add_middleware(CSRFMiddleware, max_body=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)
+    if proxies := [p.strip() for p in settings.trusted_proxies.split(",") if p.strip()]:
+        # Outermost: the client's address and scheme are settled before anything reads them.
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=proxies)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     errors.install(app)
     routers = (

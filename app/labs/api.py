@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.deps import ApiUser, SessionDep
+from app.deps import ApiUser, RowId, SessionDep
 from app.labs import catalog, service
 from app.labs.models import Submission
 from app.labs.schemas import LabDetailOut, LabOut, SubmissionCreated, SubmissionIn, SubmissionOut
@@ -69,7 +69,7 @@ def submit(lab_id: str, body: SubmissionIn, request: Request, session: SessionDe
 
 
 @router.get("/submissions/{submission_id}")
-def get_submission(submission_id: int, request: Request, session: SessionDep, user: ApiUser) -> SubmissionOut:
+def get_submission(submission_id: RowId, request: Request, session: SessionDep, user: ApiUser) -> SubmissionOut:
     submission = service.get_submission(submission_id, user, session=session)
     lab = catalog.get_lab(content_dir(request), submission.lab_id)
     return submission_out(submission, lab, session=session)

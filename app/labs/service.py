@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
-from app.errors import Conflict, DomainError, NotFound, RateLimited
+from app.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimited
 from app.labs import wake
 from app.labs.catalog import gpus_needed
 from app.labs.models import IN_FLIGHT, LabWorker, Submission, SubmissionStatus
@@ -39,11 +39,11 @@ class Limits:
 
 def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datetime, limits: Limits) -> Submission:
     """Queue ``code`` for grading. One job in flight per student per lab, and a per-lab rate limit."""
-    size = len(code.encode())
+    size = len(_utf8(code))
     if size > limits.max_code_bytes:
         raise TooLarge(f"The code is {size} bytes; a submission may be at most {limits.max_code_bytes // 1024} KiB.")
     if not code.strip():
-        raise DomainError("The submission is empty: paste your code or upload a .py file.", field="code")
+        raise InvalidInput("The submission is empty: paste your code or upload a .py file.", field="code")
     # A no-op write on the student's row: it serialises this student's submissions (a row lock on
     # PostgreSQL, the write lock on SQLite), so two quick clicks cannot both pass the checks below.
     lock = update(User).where(User.id == user.id).values(id=User.id)
@@ -76,6 +76,19 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
     session.flush()
     wake.ask_to_wake(session)
     return submission
+
+
+def _utf8(code: str) -> bytes:
+    """The code as UTF-8; a lone surrogate (JSON can carry one, as "\\ud800") cannot be stored or run."""
+    try:
+        return code.encode()
+    except UnicodeEncodeError as exc:
+        line = code.count("\n", 0, exc.start) + 1
+        raise InvalidInput(
+            f"The code contains a lone surrogate (U+{ord(code[exc.start]):04X}) at line {line}, which is not "
+            "valid Unicode text: remove it or write it as an escape inside a string.",
+            field="code",
+        ) from None
 
 
 def get_submission(submission_id: int, user: Principal, *, session: Session) -> Submission:

@@ -220,9 +220,9 @@ async def api_call(
     return ApiCall(request, _bearer_token(credentials))
 
 
-# Row ids in paths: the database's integers stop at 2**63 - 1, so a larger id is refused as
-# invalid input (422) before it reaches a query, where it would overflow.
-MAX_ROW_ID = 2**63 - 1
+# Row ids in paths are INTEGER columns: 32-bit on PostgreSQL (2**63 - 1 on SQLite), so a larger
+# id is refused as invalid input (422) before it reaches a query, where it would overflow.
+MAX_ROW_ID = 2**31 - 1
 RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 ClientAddress = Annotated[str, Depends(client_address)]

@@ -27,7 +27,7 @@ from app.labs.api import router as labs_api
 from app.labs.views import router as labs_router
 from app.quizzes.api import router as quizzes_api
 from app.quizzes.views import router as quizzes_router
-from app.web import errors
+from app.web import errors, openapi
 from app.web.auth import AuthMiddleware
 from app.web.csrf import CSRFMiddleware
 from app.web.pages import router as pages_router
@@ -74,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=proxies)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     errors.install(app)
+    openapi.install(app)
     routers = (
         pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router,
         flashcards_router, flashcards_api, labs_router, labs_api,

@@ -16,7 +16,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from app.content import rules
-from app.content.models import Card, ContentTree, Deck, DeckMeta, Exercise, ExerciseSet, ExerciseSetMeta, Quiz
+from app.content.models import (
+    Card,
+    ContentTree,
+    Deck,
+    DeckMeta,
+    Exercise,
+    ExerciseSet,
+    ExerciseSetMeta,
+    Question,
+    Quiz,
+    Section,
+)  # fmt: skip
 from app.content.source import ContentError, Problem, Source, parse_front_matter, parse_yaml, validation_problems
 
 IGNORED_NAMES = {"README.md", ".gitkeep"}
@@ -86,7 +97,41 @@ def _load_quiz(c: _Collector, path: Path) -> Quiz | None:
         for i, question in enumerate(quiz.questions):
             c.locate("question", question.id, source, ("questions", i))
         c.problems.extend(rules.check_quiz(quiz, source))
+    else:
+        _salvage_quiz(c, source)
     return quiz
+
+
+def _salvage_quiz(c: _Collector, source: Source) -> None:
+    """A quiz that failed its schema: still report what can be told of the parts that pass.
+
+    So one run shows every problem of the file: its ids (duplicates), and the rules of each
+    section and question that validates on its own. Nothing of it is loaded.
+    """
+    data = source.data
+    if isinstance(data.get("id"), str):
+        c.locate("quiz", data["id"], source)
+    raw_sections = data.get("sections") if isinstance(data.get("sections"), list) else []
+    raw_questions = data.get("questions") if isinstance(data.get("questions"), list) else []
+    sections = [s for raw in raw_sections if (s := _quietly(Section, raw)) is not None]
+    questions = [_quietly(Question, raw) for raw in raw_questions]
+    for i, (raw, question) in enumerate(zip(raw_questions, questions, strict=True)):
+        if question is not None:
+            c.locate("question", question.id, source, ("questions", i))
+        elif isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            c.locate("question", raw["id"], source, ("questions", i))
+    c.problems.extend(rules.check_sections(sections, source))
+    if len(sections) == len(raw_sections):  # else a question's section may be one that failed
+        for i, question in enumerate(questions):
+            if question is not None:
+                c.problems.extend(rules.check_question(question, i, sections, source))
+
+
+def _quietly(model: type[M], data: Any) -> M | None:
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None  # its problems are reported by the whole file's validation
 
 
 def _markdown_item(c: _Collector, path: Path, body_field: str) -> tuple[Source, dict[str, Any]] | None:
@@ -119,6 +164,8 @@ def _load_folder(
         if item and member is not None:
             c.locate(kind, member.id, item[0])
             members.append((member, item[0]))
+        elif item and isinstance(item[1].get("id"), str):
+            c.locate(kind, item[1]["id"], item[0])  # a duplicate id is reported with the schema problems
     if meta is None or meta_source is None:
         return None
     return meta, meta_source, members

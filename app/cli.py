@@ -106,16 +106,15 @@ def worker(
 
 
 def _lower_priority(nice: int) -> None:
-    """Run this worker, and what it starts (sandboxes inherit it), at niceness ``nice``.
+    """Run this worker, and what it starts (sandboxes inherit it), ``nice`` steps below its parent.
 
-    Grading is CPU-bound for whole seconds; a web request is milliseconds. On a shared machine
-    the niced ranks take the CPU the web process leaves, instead of half of it.
+    Grading is CPU-bound for whole seconds; a web request is milliseconds. On the web server's
+    machine the niced ranks take the CPU the web process leaves, instead of half of it.
     """
     import os
 
-    current = os.getpriority(os.PRIO_PROCESS, 0)
-    if nice > current:
-        os.nice(nice - current)
+    if nice > 0:
+        os.nice(nice)
 
 
 @db_app.command("upgrade")

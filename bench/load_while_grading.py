@@ -1,6 +1,6 @@
 """Answer saves and ratings while the grading worker grades back to back, on one machine.
 
-    .venv/bin/python bench/load_while_grading.py [--students 50] [--think-ms 200-600] [--cpus 0,1] [--nice N]
+    .venv/bin/python bench/load_while_grading.py [--students 50] [--think-ms 500-1500] [--cpus 0,1] [--nice N]
                                                   [--no-grading]
 
 Starts ``ringlab serve`` (SQLite, its embedded grading worker) on a fresh data directory,
@@ -40,6 +40,7 @@ DECK = "mire-dis-train"
 
 
 async def student(client: httpx.AsyncClient, rec: Recorder, token: str, lo: int, hi: int, ramp: float) -> None:
+    """Module 202 question by question: think, save an answer, think, rate the next flashcard."""
     await asyncio.sleep(random.uniform(0, ramp))
     auth = {"Authorization": f"Bearer {token}"}
     started = await rec.call("start", client.post("/api/v1/quizzes/module-202/attempts", headers=auth))
@@ -95,7 +96,7 @@ async def run(base: str, tokens: list[str], grader: str, code: str, args: argpar
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=50)
-    parser.add_argument("--think-ms", default="200-600", help="think time between a student's requests, lo-hi")
+    parser.add_argument("--think-ms", default="500-1500", help="think time before each save and each rating, lo-hi")
     parser.add_argument("--ramp-s", type=float, default=5.0, help="students arrive spread over this many seconds")
     parser.add_argument("--cpus", default="0,1", help="cores for the server and its worker (taskset); '' for all")
     parser.add_argument("--nice", type=int, help="RINGLAB_WORKER_NICE for the worker (default: the app's)")

@@ -17,8 +17,9 @@ class LabSettings(BaseSettings):
     lab_lease_s: float = 30.0  # a running job whose lease is older goes back to the queue
     lab_max_attempts: int = 3  # claims per submission before it is marked an error (ours)
     worker_pool_size: int = 1  # warm sandboxes per worker
-    # The worker and everything it starts (sandboxes, ranks) run at this CPU niceness (0-19), so
-    # that grading on the web server's machine takes only the CPU the web process leaves.
+    # The worker and everything it starts (sandboxes, ranks) run this many niceness steps (0-19)
+    # below the process that starts it, so that grading on the web server's machine takes only
+    # the CPU the web process leaves.
     worker_nice: int = Field(default=10, ge=0, le=19)
 
     def embedded(self, database_url: str) -> bool:

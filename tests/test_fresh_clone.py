@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TRACKED = ("app", "labs", "content", "migrations", "static", "tests", "pyproject.toml", "alembic.ini")
+TRACKED = ("app", "labs", "content", "migrations", "static", "templates", "tests", "pyproject.toml", "alembic.ini")
 
 
 def test_seed_tests_skip_with_a_reason_where_the_seeds_are_not(tmp_path: Path) -> None:

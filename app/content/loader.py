@@ -152,11 +152,13 @@ def _markdown_item(c: _Collector, path: Path, body_field: str) -> tuple[Source, 
 
 def _load_folder(
     c: _Collector, meta_file: Path, meta_model: type[M], items: list[Path], item_model: type[Member], kind: str,
-    body_field: str,
+    body_field: str, meta_kind: str,
 ) -> tuple[M, Source, list[tuple[Member, Source]]] | None:  # fmt: skip
     """A folder item: a YAML file describing it and one Markdown file per member."""
     meta_source = c.yaml(meta_file)
     meta = c.validate(meta_model, meta_source, meta_source.data) if meta_source else None
+    if meta_source is not None and isinstance(meta_source.data.get("id"), str):
+        c.locate(meta_kind, meta_source.data["id"], meta_source)  # also when the schema fails
     members: list[tuple[Member, Source]] = []
     for path in items:
         item = _markdown_item(c, path, body_field)
@@ -173,12 +175,18 @@ def _load_folder(
 
 def _load_exercise_set(c: _Collector, folder: Path) -> ExerciseSet | None:
     loaded = _load_folder(
-        c, folder / "set.yaml", ExerciseSetMeta, sorted(folder.glob("*.md")), Exercise, "exercise", "body"
+        c,
+        folder / "set.yaml",
+        ExerciseSetMeta,
+        sorted(folder.glob("*.md")),
+        Exercise,
+        "exercise",
+        "body",
+        "exercise set",
     )
     if loaded is None:
         return None
     meta, source, exercises = loaded
-    c.locate("exercise set", meta.id, source)
     c.problems.extend(rules.check_exercise_set(meta, source, exercises))
     ordered = sorted((e for e, _ in exercises), key=lambda e: rules.number_key(e.number))
     return ExerciseSet(**meta.model_dump(), exercises=ordered)
@@ -186,11 +194,10 @@ def _load_exercise_set(c: _Collector, folder: Path) -> ExerciseSet | None:
 
 def _load_deck(c: _Collector, folder: Path) -> Deck | None:
     cards = sorted((folder / "cards").glob("*.md"))
-    loaded = _load_folder(c, folder / "deck.yaml", DeckMeta, cards, Card, "card", "back")
+    loaded = _load_folder(c, folder / "deck.yaml", DeckMeta, cards, Card, "card", "back", "deck")
     if loaded is None:
         return None
-    meta, source, members = loaded
-    c.locate("deck", meta.id, source)
+    meta, _, members = loaded
     ordered = sorted((card for card, _ in members), key=lambda card: (card.number is None, card.number or 0, card.id))
     return Deck(**meta.model_dump(), cards=ordered)
 

@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     signin_limit_per_client: int = 20  # attempts per 5 minutes
     signin_limit_per_account: int = 10  # failed attempts per 15 minutes
     signup_limit_per_client: int = 10  # accounts per hour
+    # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (comma-separated addresses
+    # or networks, "*" for any). Empty: the peer's own address is the client, whatever the
+    # headers say, so a client cannot pick the address its rate limits count against.
+    trusted_proxies: str = ""
     # Worker threads per web process for blocking work (sync routes, database sessions); 0
     # picks one for the database. On SQLite that work is CPU in Python: threads beyond a
     # few only fight over the interpreter lock. PostgreSQL work waits on the network.

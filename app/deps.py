@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
@@ -87,6 +87,11 @@ async def get_write_session(request: Request) -> AsyncIterator[Session]:
 
 def get_app_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def client_address(request: Request) -> str:
+    """The client's address: the peer, or what a proxy named in RINGLAB_TRUSTED_PROXIES forwarded."""
+    return request.client.host if request.client else "unknown"
 
 
 def optional_user(request: Request) -> Principal | None:
@@ -215,7 +220,12 @@ async def api_call(
     return ApiCall(request, _bearer_token(credentials))
 
 
+# Row ids in paths are INTEGER columns: 32-bit on PostgreSQL (2**63 - 1 on SQLite), so a larger
+# id is refused as invalid input (422) before it reaches a query, where it would overflow.
+MAX_ROW_ID = 2**31 - 1
+RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+ClientAddress = Annotated[str, Depends(client_address)]
 OptionalUser = Annotated[Principal | None, Depends(optional_user)]
 CurrentUser = Annotated[Principal, Depends(current_user)]
 RequireInstructor = Annotated[Principal, Depends(require_instructor)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class DomainError(Exception):
-    status_code = 400
+    status_code = 422  # bad input, unless a subclass says otherwise
 
     def __init__(self, message: str, *, field: str | None = None):
         super().__init__(message)

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.accounts.api import router as accounts_api
 from app.accounts.flows import AuthLimits
@@ -29,7 +30,7 @@ from app.labs.api import router as labs_api
 from app.labs.views import router as labs_router
 from app.quizzes.api import router as quizzes_api
 from app.quizzes.views import router as quizzes_router
-from app.web import errors
+from app.web import errors, openapi
 from app.web.auth import AuthMiddleware
 from app.web.csrf import CSRFMiddleware
 from app.web.health import WriteProbe
@@ -73,8 +74,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuthMiddleware)
     app.add_middleware(CSRFMiddleware, max_body=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)
+    if proxies := [p.strip() for p in settings.trusted_proxies.split(",") if p.strip()]:
+        # Outermost: the client's address and scheme are settled before anything reads them.
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=proxies)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     errors.install(app)
+    openapi.install(app)
     routers = (
         pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router, exercises_api,
         flashcards_router, flashcards_api, labs_router, labs_api, instructors_router, instructors_api,

@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -128,23 +129,28 @@ async def _drive(base: str, students: int, rounds: int, think: tuple[int, int], 
 
 
 def app_trip(tokens: list[str]) -> RoundTrip:
-    cards: dict[int, str | None] = {}
+    cards: dict[int, tuple[str, int] | None] = {}
+
+    def shown(body: dict[str, Any]) -> tuple[str, int] | None:
+        card = body["card"]
+        return (card["id"], card["version"]) if card else None
 
     async def trip(client: httpx.AsyncClient, i: int, rng: random.Random) -> bool:
         auth = {"Authorization": f"Bearer {tokens[i]}"}
         if i not in cards:
             first = await client.get(f"/api/v1/decks/{DECK}/queue", headers=auth)
             assert first.status_code == 200, first.text[:200]
-            cards[i] = (first.json()["card"] or {}).get("id")
+            cards[i] = shown(first.json())
         card = cards[i]
         if card is None:
             return False
-        body = {"card_id": card, "rating": rng.randint(1, 5), "duration_ms": 2000, "review_id": uuid.uuid4().hex}
+        body = {"card_id": card[0], "version": card[1], "rating": rng.randint(1, 5), "duration_ms": 2000,
+                "review_id": uuid.uuid4().hex}  # fmt: skip
         rated = await client.post("/api/v1/reviews", json=body, headers=auth)
         assert rated.status_code == 200, f"POST /api/v1/reviews: {rated.status_code} {rated.text[:200]}"
         nxt = await client.get(f"/api/v1/decks/{DECK}/queue", headers=auth)
         assert nxt.status_code == 200, f"GET queue: {nxt.status_code} {nxt.text[:200]}"
-        cards[i] = (nxt.json()["card"] or {}).get("id")
+        cards[i] = shown(nxt.json())
         return True
 
     return trip

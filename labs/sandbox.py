@@ -260,12 +260,13 @@ class Sandbox:
         return self.stderr.read(8000).decode("utf-8", "replace")
 
     def promote(self) -> None:
-        """Back to normal priority for the job, if it warmed up niced (a forked zygote never was)."""
+        """Back to the worker's priority for the job, if it warmed up niced (a forked zygote never was)."""
         if not self.niced:
             return
+        worker = os.getpriority(os.PRIO_PROCESS, 0)  # the worker's own (RINGLAB_WORKER_NICE), not 0
         for pid in _descendants(self.proc.pid):
             with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, pid, 0)
+                os.setpriority(os.PRIO_PROCESS, pid, worker)
 
     def alive(self) -> bool:
         return self.proc.poll() is None

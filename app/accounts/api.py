@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from app.accounts import flows, service
 from app.db import utcnow
-from app.deps import ApiUser, SessionDep, SettingsDep
+from app.deps import ApiUser, ClientAddress, SessionDep, SettingsDep
 
 router = APIRouter(prefix="/api/v1", tags=["api: accounts"])
 
@@ -31,30 +31,27 @@ class TokenOut(BaseModel):
     expires_at: str
 
 
-def _client(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
-
-
 @router.post("/auth/register", status_code=201, response_model=UserOut)
-def register(body: Credentials, request: Request, session: SessionDep, settings: SettingsDep) -> UserOut:
+def register(
+    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep, client: ClientAddress
+) -> UserOut:
     limits = request.app.state.limits
     user = flows.sign_up(
-        body.username,
-        body.password,
-        body.join_code,
-        _client(request),
-        session=session,
-        limits=limits,
-        settings=settings,
-    )
+        body.username, body.password, body.join_code, client, session=session, limits=limits, settings=settings,
+        now=utcnow(),
+    )  # fmt: skip
     return UserOut(username=user.username, role=user.role.value)
 
 
 @router.post("/auth/token", response_model=TokenOut)
-def token(body: Credentials, request: Request, session: SessionDep, settings: SettingsDep) -> TokenOut:
+def token(
+    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep, client: ClientAddress
+) -> TokenOut:
     now = utcnow()
-    limits = request.app.state.limits
-    user = flows.sign_in(body.username, body.password, _client(request), session=session, limits=limits, now=now)
+    state = request.app.state
+    user = flows.sign_in(
+        body.username, body.password, client, session=session, limits=state.limits, now=now, counter=state.sessionmaker
+    )
     issued = service.issue_api_token(user, session=session, now=now, ttl=timedelta(hours=settings.api_token_ttl_hours))
     return TokenOut(access_token=issued.token, expires_at=issued.expires_at.isoformat())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
-from sqlalchemy import Enum, ForeignKey, Integer, String
+from sqlalchemy import Enum, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Base, UTCDateTime, utcnow
@@ -53,3 +53,19 @@ class ApiToken(_Secret, Base):
     """A bearer token for the JSON API (looked up with its user in one query: app.accounts.service)."""
 
     __tablename__ = "api_tokens"
+
+
+class LimitHit(Base):
+    """One counted event of a rate limit (a sign-in from an address, a failed sign-in of an account).
+
+    Kept in the database so every web process and replica counts the same events. ``key`` is a
+    digest of the address or account name, never the value itself.
+    """
+
+    __tablename__ = "auth_limit_hits"
+    __table_args__ = (Index("ix_auth_limit_hits_bucket_key_at", "bucket", "key", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    bucket: Mapped[str] = mapped_column(String(20))
+    key: Mapped[str] = mapped_column(String(32))
+    at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)

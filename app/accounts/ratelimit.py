@@ -1,54 +1,73 @@
-"""Sliding-window rate limits, kept in the web process's memory.
+"""Rate limits for signing in and up, counted in the database.
 
-Each web process counts on its own; behind N processes a client gets at most N
-times the limit, which still stops password guessing. The clock is injected so
-tests can move time.
+Every web process, and every replica on PostgreSQL, counts the same events, so running N
+processes does not give a client N times the limit. A limit is a sliding window: at most
+``events`` counted events per key in the last ``window_s`` seconds. Checking and counting
+happen in one transaction that holds the key's lock (the write lock on SQLite, an advisory
+lock on PostgreSQL), so two processes cannot both take the last event. Keys are stored as
+digests: the table never holds an address or an account name.
 """
 
 from __future__ import annotations
 
-import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from threading import Lock
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select, text
+from sqlalchemy.orm import Session
+
+from app.accounts.models import LimitHit
+from app.errors import RateLimited
+
+KEEP = timedelta(hours=1)  # the longest window; older events are deleted as new ones come
 
 
 @dataclass
 class Limit:
+    bucket: str
     events: int
-    window_s: float
+    window_s: int
 
 
-@dataclass
-class SlidingWindow:
-    limit: Limit
-    clock: Callable[[], float] = time.monotonic
-    _hits: dict[str, deque[float]] = field(default_factory=dict)
-    _lock: Lock = field(default_factory=Lock)
+def retry_after(hits: Sequence[datetime], limit: Limit, now: datetime) -> int | None:
+    """Seconds until one more event fits in the window, or None if it fits now (pure)."""
+    since = now - timedelta(seconds=limit.window_s)
+    recent = sorted(h for h in hits if h > since)
+    if len(recent) < limit.events:
+        return None
+    must_leave = recent[len(recent) - limit.events] if limit.events > 0 else now
+    return max(1, math.ceil((must_leave - since).total_seconds()))
 
-    def retry_after(self, key: str) -> int | None:
-        """Seconds until ``key`` may act again, or None if it may act now."""
-        with self._lock:
-            hits = self._prune(key)
-            if len(hits) < self.limit.events:
-                return None
-            return max(1, int(hits[0] + self.limit.window_s - self.clock() + 0.999))
 
-    def hit(self, key: str) -> None:
-        with self._lock:
-            self._prune(key).append(self.clock())
+def digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
-    def reset(self, key: str) -> None:
-        with self._lock:
-            self._hits.pop(key, None)
 
-    def _prune(self, key: str) -> deque[float]:
-        hits = self._hits.setdefault(key, deque())
-        cutoff = self.clock() - self.limit.window_s
-        while hits and hits[0] <= cutoff:
-            hits.popleft()
-        if len(self._hits) > 100_000:  # bound memory under a flood of distinct keys
-            for stale in [k for k, v in self._hits.items() if not v][:50_000]:
-                del self._hits[stale]
-        return hits
+def take(limit: Limit, key: str, what: str, *, session: Session, now: datetime) -> int:
+    """Count one event for ``key``, or raise RateLimited ("Too many <what>") if the window is full.
+
+    Returns the event's id, for ``release``. Takes effect when ``session`` commits.
+    """
+    hashed = digest(key)
+    if session.get_bind().dialect.name == "postgresql":
+        # Held to the end of the transaction: one check-and-count per key at a time.
+        lock_id = int.from_bytes(hashlib.sha256(f"{limit.bucket}:{hashed}".encode()).digest()[:8], "big", signed=True)
+        session.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": lock_id})
+    session.execute(delete(LimitHit).where(LimitHit.at < now - KEEP))
+    since = now - timedelta(seconds=limit.window_s)
+    query = select(LimitHit.at).where(LimitHit.bucket == limit.bucket, LimitHit.key == hashed, LimitHit.at > since)
+    wait = retry_after(list(session.scalars(query)), limit, now)
+    if wait is not None:
+        raise RateLimited(f"Too many {what}. Try again in {wait} seconds.", retry_after=wait)
+    hit = LimitHit(bucket=limit.bucket, key=hashed, at=now)
+    session.add(hit)
+    session.flush()
+    return hit.id
+
+
+def release(hit_id: int, *, session: Session) -> None:
+    """Uncount an event ``take`` counted (a sign-in that turned out not to be a failure)."""
+    session.execute(delete(LimitHit).where(LimitHit.id == hit_id))

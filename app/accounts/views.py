@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.accounts import flows, service
 from app.db import utcnow
-from app.deps import OptionalUser, SessionDep, SettingsDep
+from app.deps import ClientAddress, OptionalUser, SessionDep, SettingsDep
 from app.errors import DomainError
 from app.flashcards import preferences
 from app.web.auth import COOKIE
@@ -56,13 +56,15 @@ def signin_form(request: Request, user: OptionalUser, next: str = "/") -> Respon
 
 @router.post("/signin", response_class=HTMLResponse)
 def signin(
-    request: Request, session: SessionDep, settings: SettingsDep,
+    request: Request, session: SessionDep, settings: SettingsDep, client: ClientAddress,
     username: Annotated[str, Form(max_length=100)] = "", password: Annotated[str, Form(max_length=1000)] = "",
     next: Annotated[str, Form()] = "/",
 ) -> Response:  # fmt: skip
-    client = request.client.host if request.client else "unknown"
+    state = request.app.state
     try:
-        user = flows.sign_in(username, password, client, session=session, limits=request.app.state.limits, now=utcnow())
+        user = flows.sign_in(
+            username, password, client, session=session, limits=state.limits, now=utcnow(), counter=state.sessionmaker
+        )
     except DomainError as exc:
         context = {"next": safe_next(next), "error": exc.message, "username": username}
         response = render(request, "accounts/signin.html", context, status_code=exc.status_code)
@@ -80,16 +82,16 @@ def signup_form(request: Request, settings: SettingsDep) -> Response:
 
 @router.post("/signup", response_class=HTMLResponse)
 def signup(
-    request: Request, session: SessionDep, settings: SettingsDep,
+    request: Request, session: SessionDep, settings: SettingsDep, client: ClientAddress,
     username: Annotated[str, Form(max_length=100)] = "", password: Annotated[str, Form(max_length=1000)] = "",
     join_code: Annotated[str | None, Form(max_length=200)] = None,
     time_zone: Annotated[str, Form(max_length=64)] = "UTC",
 ) -> Response:  # fmt: skip
-    client = request.client.host if request.client else "unknown"
     try:
         user = flows.sign_up(
             username, password, join_code, client, session=session, limits=request.app.state.limits, settings=settings,
             time_zone=time_zone,
+            now=utcnow(),
         )  # fmt: skip
     except DomainError as exc:
         context = {

@@ -26,8 +26,10 @@ from app.content.models import (
     ExerciseSet,
     ExerciseSetMeta,
     LabContent,
+    Question,
     Quiz,
-)
+    Section,
+)  # fmt: skip
 from app.content.source import ContentError, Problem, Source, parse_front_matter, parse_yaml, validation_problems
 
 IGNORED_NAMES = {"README.md", ".gitkeep"}
@@ -97,7 +99,41 @@ def _load_quiz(c: _Collector, path: Path) -> Quiz | None:
         for i, question in enumerate(quiz.questions):
             c.locate("question", question.id, source, ("questions", i))
         c.problems.extend(rules.check_quiz(quiz, source))
+    else:
+        _salvage_quiz(c, source)
     return quiz
+
+
+def _salvage_quiz(c: _Collector, source: Source) -> None:
+    """A quiz that failed its schema: still report what can be told of the parts that pass.
+
+    So one run shows every problem of the file: its ids (duplicates), and the rules of each
+    section and question that validates on its own. Nothing of it is loaded.
+    """
+    data = source.data
+    if isinstance(data.get("id"), str):
+        c.locate("quiz", data["id"], source)
+    raw_sections = data.get("sections") if isinstance(data.get("sections"), list) else []
+    raw_questions = data.get("questions") if isinstance(data.get("questions"), list) else []
+    sections = [s for raw in raw_sections if (s := _quietly(Section, raw)) is not None]
+    questions = [_quietly(Question, raw) for raw in raw_questions]
+    for i, (raw, question) in enumerate(zip(raw_questions, questions, strict=True)):
+        if question is not None:
+            c.locate("question", question.id, source, ("questions", i))
+        elif isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            c.locate("question", raw["id"], source, ("questions", i))
+    c.problems.extend(rules.check_sections(sections, source))
+    if len(sections) == len(raw_sections):  # else a question's section may be one that failed
+        for i, question in enumerate(questions):
+            if question is not None:
+                c.problems.extend(rules.check_question(question, i, sections, source))
+
+
+def _quietly(model: type[M], data: Any) -> M | None:
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None  # its problems are reported by the whole file's validation
 
 
 def _markdown_item(c: _Collector, path: Path, body_field: str) -> tuple[Source, dict[str, Any]] | None:
@@ -118,11 +154,13 @@ def _markdown_item(c: _Collector, path: Path, body_field: str) -> tuple[Source, 
 
 def _load_folder(
     c: _Collector, meta_file: Path, meta_model: type[M], items: list[Path], item_model: type[Member], kind: str,
-    body_field: str,
+    body_field: str, meta_kind: str,
 ) -> tuple[M, Source, list[tuple[Member, Source]]] | None:  # fmt: skip
     """A folder item: a YAML file describing it and one Markdown file per member."""
     meta_source = c.yaml(meta_file)
     meta = c.validate(meta_model, meta_source, meta_source.data) if meta_source else None
+    if meta_source is not None and isinstance(meta_source.data.get("id"), str):
+        c.locate(meta_kind, meta_source.data["id"], meta_source)  # also when the schema fails
     members: list[tuple[Member, Source]] = []
     for path in items:
         item = _markdown_item(c, path, body_field)
@@ -130,6 +168,8 @@ def _load_folder(
         if item and member is not None:
             c.locate(kind, member.id, item[0])
             members.append((member, item[0]))
+        elif item and isinstance(item[1].get("id"), str):
+            c.locate(kind, item[1]["id"], item[0])  # a duplicate id is reported with the schema problems
     if meta is None or meta_source is None:
         return None
     return meta, meta_source, members
@@ -137,12 +177,18 @@ def _load_folder(
 
 def _load_exercise_set(c: _Collector, folder: Path) -> ExerciseSet | None:
     loaded = _load_folder(
-        c, folder / "set.yaml", ExerciseSetMeta, sorted(folder.glob("*.md")), Exercise, "exercise", "body"
+        c,
+        folder / "set.yaml",
+        ExerciseSetMeta,
+        sorted(folder.glob("*.md")),
+        Exercise,
+        "exercise",
+        "body",
+        "exercise set",
     )
     if loaded is None:
         return None
     meta, source, exercises = loaded
-    c.locate("exercise set", meta.id, source)
     c.problems.extend(rules.check_exercise_set(meta, source, exercises))
     ordered = sorted((e for e, _ in exercises), key=lambda e: rules.number_key(e.number))
     return ExerciseSet(**meta.model_dump(), exercises=ordered)
@@ -150,11 +196,10 @@ def _load_exercise_set(c: _Collector, folder: Path) -> ExerciseSet | None:
 
 def _load_deck(c: _Collector, folder: Path) -> Deck | None:
     cards = sorted((folder / "cards").glob("*.md"))
-    loaded = _load_folder(c, folder / "deck.yaml", DeckMeta, cards, Card, "card", "back")
+    loaded = _load_folder(c, folder / "deck.yaml", DeckMeta, cards, Card, "card", "back", "deck")
     if loaded is None:
         return None
-    meta, source, members = loaded
-    c.locate("deck", meta.id, source)
+    meta, _, members = loaded
     ordered = sorted((card for card, _ in members), key=lambda card: (card.number is None, card.number or 0, card.id))
     return Deck(**meta.model_dump(), cards=ordered)
 

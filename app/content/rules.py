@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 
 from app.content import markdown
-from app.content.models import ContentTree, Exercise, ExerciseSetMeta, Quiz
+from app.content.models import ContentTree, Exercise, ExerciseSetMeta, Question, Quiz, Section
 from app.content.source import Problem, Source
 
 Where = dict[tuple[str, str], tuple[Source, tuple[str | int, ...]]]
@@ -48,31 +48,9 @@ def tier_problems(tiers: list[tuple[int, int]], max_score: int) -> list[tuple[in
 
 
 def check_quiz(quiz: Quiz, source: Source) -> list[Problem]:
-    problems: list[Problem] = []
-    section_ids = [s.id for s in quiz.sections]
-    for i, section in enumerate(quiz.sections):
-        if section.id in section_ids[:i]:
-            problems.append(source.problem(("sections", i, "id"), f"duplicate section id '{section.id}'"))
+    problems = check_sections(quiz.sections, source)
     for i, q in enumerate(quiz.questions):
-        at = ("questions", i)
-        keys = [o.key for o in q.options]
-        for j, key in enumerate(keys):
-            if not OPTION_KEY.match(key):
-                problems.append(
-                    source.problem((*at, "options"), f"{q.id}: option key '{key}' must be one capital letter")
-                )
-            elif key in keys[:j]:
-                problems.append(source.problem((*at, "options"), f"{q.id}: duplicate option key '{key}'"))
-        if q.answer not in keys:
-            problems.append(
-                source.problem(
-                    (*at, "answer"), f"{q.id}: answer '{q.answer}' is not among the options {', '.join(keys)}"
-                )
-            )
-        if quiz.sections and q.section is None:
-            problems.append(source.problem(at, f"{q.id}: missing field 'section' (the quiz has sections)"))
-        elif q.section is not None and q.section not in section_ids:
-            problems.append(source.problem((*at, "section"), f"{q.id}: unknown section '{q.section}'"))
+        problems.extend(check_question(q, i, quiz.sections, source))
     if quiz.show_answers == "after_due" and quiz.due is None:
         problems.append(
             source.problem(("show_answers",), "show_answers: after_due needs a due date: add 'due: 2026-12-01'")
@@ -80,6 +58,37 @@ def check_quiz(quiz: Quiz, source: Source) -> list[Problem]:
     tiers = [(t.min, t.max) for t in quiz.scoring_guide]
     for i, message in tier_problems(tiers, len(quiz.questions)) if tiers else []:
         problems.append(source.problem(("scoring_guide", i), message))
+    return problems
+
+
+def check_sections(sections: list[Section], source: Source) -> list[Problem]:
+    problems: list[Problem] = []
+    section_ids = [s.id for s in sections]
+    for i, section in enumerate(sections):
+        if section.id in section_ids[:i]:
+            problems.append(source.problem(("sections", i, "id"), f"duplicate section id '{section.id}'"))
+    return problems
+
+
+def check_question(q: Question, i: int, sections: list[Section], source: Source) -> list[Problem]:
+    """The rules of question ``i`` of a quiz: its option keys, its answer, its section."""
+    problems: list[Problem] = []
+    section_ids = [s.id for s in sections]
+    at = ("questions", i)
+    keys = [o.key for o in q.options]
+    for j, key in enumerate(keys):
+        if not OPTION_KEY.match(key):
+            problems.append(source.problem((*at, "options"), f"{q.id}: option key '{key}' must be one capital letter"))
+        elif key in keys[:j]:
+            problems.append(source.problem((*at, "options"), f"{q.id}: duplicate option key '{key}'"))
+    if q.answer not in keys:
+        problems.append(
+            source.problem((*at, "answer"), f"{q.id}: answer '{q.answer}' is not among the options {', '.join(keys)}")
+        )
+    if sections and q.section is None:
+        problems.append(source.problem(at, f"{q.id}: missing field 'section' (the quiz has sections)"))
+    elif q.section is not None and q.section not in section_ids:
+        problems.append(source.problem((*at, "section"), f"{q.id}: unknown section '{q.section}'"))
     return problems
 
 

@@ -29,6 +29,10 @@ class DeckOut(BaseModel):
 class ReviewIn(BaseModel):
     card_id: str = Field(max_length=80)
     rating: int = Field(ge=1, le=5, description="1-5: 1 and 2 are Again, 3 Hard, 4 Good, 5 Easy")
+    version: int = Field(
+        ge=0, le=2**31 - 1,
+        description="the card's `version` as the client was shown it (queue or card); a stale one gets 409",
+    )  # fmt: skip
     duration_ms: int | None = Field(default=None, ge=0, le=86_400_000)
     review_id: str | None = Field(
         default=None, max_length=100, description="idempotency key: sent twice, recorded once"
@@ -53,6 +57,7 @@ def card_out(card: Card, state: CardState | None, now: datetime) -> dict[str, An
         "state": STATE_NAMES[snap.state], "due": _iso(snap.due), "stability": snap.stability,
         "difficulty": snap.difficulty, "suspended": bool(state and state.suspended),
         "buried": bool(state and state.buried_until and state.buried_until > now),
+        "version": state.version if state else 0,
     }  # fmt: skip
 
 
@@ -66,7 +71,9 @@ def _decks(user: Principal, session: Session) -> list[DeckOut]:
 
 def _queue(user: Principal, session: Session, deck_id: str) -> dict[str, Any]:
     view = study.study_view(user.id, deck_id, session=session, now=utcnow(), with_intervals=False)
-    card = view.card and {"id": view.card.id, "topic": view.card.topic, "front": view.card.front_html}
+    card = view.card and {
+        "id": view.card.id, "topic": view.card.topic, "front": view.card.front_html, "version": view.version,
+    }  # fmt: skip
     return {"card": card, "counts": view.counts.as_dict()}
 
 
@@ -78,7 +85,7 @@ def _card(user: Principal, session: Session, card_id: str) -> dict[str, Any]:
 def _plan(user: Principal, session: Session, body: ReviewIn, fuzz: bool) -> study.Rated | study.RatingPlan:
     return study.plan_rating(
         user.id, body.card_id, body.rating, session=session, now=utcnow(), duration_ms=body.duration_ms,
-        review_key=body.review_id, fuzz=fuzz,
+        review_key=body.review_id, expected_version=body.version, fuzz=fuzz,
     )  # fmt: skip
 
 

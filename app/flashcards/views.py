@@ -10,7 +10,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.db import utcnow
-from app.deps import CurrentUser, OptionalUser, SessionDep
+from app.deps import MAX_ROW_ID, CurrentUser, OptionalUser, SessionDep
 from app.errors import Conflict, InvalidInput
 from app.flashcards import charts, export, missed, preferences, service, study
 from app.flashcards.scheduling import RATING_MAP, format_interval
@@ -87,7 +87,10 @@ def _missed(request: Request, user_id: int, attempt: int | None, session: Any, n
 
 @router.get("/missed", response_class=HTMLResponse)
 def missed_page(
-    request: Request, session: SessionDep, user: CurrentUser, attempt: Annotated[int | None, Query()] = None
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    attempt: Annotated[int | None, Query(ge=1, le=MAX_ROW_ID)] = None,
 ) -> HTMLResponse:
     """Study only the cards of missed quiz questions (one attempt's, or all still pending)."""
     return _missed(request, user.id, attempt, session)
@@ -98,7 +101,7 @@ def missed_rate(
     request: Request, session: SessionDep, user: CurrentUser,
     card_id: Annotated[str, Form(max_length=80)], rating: Annotated[int, Form(ge=1, le=5)],
     version: Annotated[int, Form()], duration_ms: Annotated[int | None, Form(ge=0, le=86_400_000)] = None,
-    attempt: Annotated[int | None, Form()] = None,
+    attempt: Annotated[int | None, Form(ge=1, le=MAX_ROW_ID)] = None,
 ) -> Response:  # fmt: skip
     try:
         study.rate(user.id, card_id, rating, session=session, now=utcnow(), duration_ms=duration_ms,

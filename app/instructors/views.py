@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from app.accounts import stats as account_stats
 from app.content import service as content
 from app.db import utcnow
-from app.deps import RequireInstructor, SessionDep, WriteSessionDep
+from app.deps import RequireInstructor, RowId, SessionDep, WriteSessionDep
 from app.instructors import exports, gradebook, overview, students
 from app.labs import catalog
 from app.quizzes import service as quizzes
@@ -64,13 +64,13 @@ def gradebook_csv(request: Request, session: SessionDep, user: RequireInstructor
 
 
 @router.get("/students/{user_id}", response_class=HTMLResponse)
-def student(user_id: int, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
+def student(user_id: RowId, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
     page = students.student_page(user_id, session=session, now=utcnow())
     return render(request, "instructor/student.html", {"page": page})
 
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse)
-def attempt(attempt_id: int, request: Request, session: WriteSessionDep, user: RequireInstructor) -> HTMLResponse:
+def attempt(attempt_id: RowId, request: Request, session: WriteSessionDep, user: RequireInstructor) -> HTMLResponse:
     # A writer: an attempt past its deadline is submitted when anyone looks at it (see quizzes).
     page = students.attempt_for_instructor(attempt_id, session=session, now=utcnow())
     return render(request, "quizzes/result.html", {"page": page})

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.deps import ApiUser, SessionDep
+from app.deps import ApiUser, RowId, SessionDep
 from app.labs import catalog, service
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
@@ -69,7 +69,7 @@ def submit(lab_id: str, body: SubmissionIn, request: Request, session: SessionDe
 
 
 @router.get("/submissions/{submission_id}")
-def get_submission(submission_id: int, request: Request, session: SessionDep, user: ApiUser) -> SubmissionOut:
+def get_submission(submission_id: RowId, request: Request, session: SessionDep, user: ApiUser) -> SubmissionOut:
     submission = service.get_submission(submission_id, user, session=session)
     lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
     return submission_out(submission, lab, session=session)

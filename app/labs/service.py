@@ -41,11 +41,11 @@ class Limits:
 
 def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datetime, limits: Limits) -> Submission:
     """Queue ``code`` for grading. One job in flight per student per lab, and a per-lab rate limit."""
-    size = len(code.encode())
+    size = len(_utf8(code))
     if size > limits.max_code_bytes:
         raise TooLarge(f"The code is {size} bytes; a submission may be at most {limits.max_code_bytes // 1024} KiB.")
     if not code.strip():
-        raise DomainError("The submission is empty: paste your code or upload a .py file.", field="code")
+        raise InvalidInput("The submission is empty: paste your code or upload a .py file.", field="code")
     if "\0" in code:  # PostgreSQL cannot store it, and Python cannot compile it: say so now, on every database
         line = code.count("\n", 0, code.index("\0")) + 1
         raise InvalidInput(
@@ -84,6 +84,19 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
     session.flush()
     wake.ask_to_wake(session)
     return submission
+
+
+def _utf8(code: str) -> bytes:
+    """The code as UTF-8; a lone surrogate (JSON can carry one, as "\\ud800") cannot be stored or run."""
+    try:
+        return code.encode()
+    except UnicodeEncodeError as exc:
+        line = code.count("\n", 0, exc.start) + 1
+        raise InvalidInput(
+            f"The code contains a lone surrogate (U+{ord(code[exc.start]):04X}) at line {line}, which is not "
+            "valid Unicode text: remove it or write it as an escape inside a string.",
+            field="code",
+        ) from None
 
 
 def get_submission(submission_id: int, user: Principal, *, session: Session) -> Submission:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -17,6 +18,10 @@ class LabSettings(BaseSettings):
     lab_max_attempts: int = 3  # claims per submission before it is marked an error (ours)
     worker_pool_size: int = 1  # warm sandboxes per worker
     health_max_queue_age_s: float = 300.0  # /healthz is 503 once the oldest queued job is older
+    # The worker and everything it starts (sandboxes, ranks) run this many niceness steps (0-19)
+    # below the process that starts it, so that grading on the web server's machine takes only
+    # the CPU the web process leaves.
+    worker_nice: int = Field(default=10, ge=0, le=19)
 
     def embedded(self, database_url: str) -> bool:
         if self.embedded_worker is not None:

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from app.content.markdown import render as markdown
 from app.db import utcnow
-from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep
-from app.errors import DomainError
+from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep
+from app.errors import InvalidInput
 from app.instructors import exports
 from app.labs import catalog, review, service, wire
 from app.labs.catalog import PublishedLab as Lab
@@ -76,7 +76,7 @@ def lab_list(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(submission_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
+def submission_page(submission_id: RowId, request: Request, session: SessionDep, user: CurrentUser) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
     lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
     # An instructor looking at a student's work: named as theirs, read-only, no Submit.
@@ -96,7 +96,7 @@ def submission_page(submission_id: int, request: Request, session: SessionDep, u
 
 
 @router.post("/submissions/{submission_id}/regrade")
-def regrade_one(submission_id: int, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
+def regrade_one(submission_id: RowId, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
     service.regrade([submission.id], submission.lab_id, session=session, now=utcnow())
     return _back(request, f"/labs/{submission.lab_id}/all")
@@ -133,7 +133,7 @@ async def submit(
         try:
             code = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise DomainError(f"{upload.filename} is not UTF-8 text: upload a .py file.", field="upload") from None
+            raise InvalidInput(f"{upload.filename} is not UTF-8 text: upload a .py file.", field="upload") from None
     submission = service.submit(lab, user, code, session=session, now=utcnow(), limits=limits(request))
     if not _partial(request):
         return RedirectResponse(f"/labs/submissions/{submission.id}", status_code=303)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.deps import ApiUser, SessionDep, WriteSessionDep
+from app.deps import ApiUser, RowId, SessionDep, WriteSessionDep
 from app.quizzes import attempts, service
 from app.quizzes.models import QuizAttempt
 from app.quizzes.schemas import AnswerIn, AnswerOut, AttemptOut, OptionOut, QuestionOut, QuizOut, ResultOut
@@ -87,19 +87,19 @@ def start(quiz_id: str, user: ApiUser, session: SessionDep, response: Response) 
 
 
 @router.get("/attempts/{attempt_id}", response_model=AttemptOut)
-def attempt(attempt_id: int, user: ApiUser, session: WriteSessionDep) -> AttemptOut:
+def attempt(attempt_id: RowId, user: ApiUser, session: WriteSessionDep) -> AttemptOut:
     found = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
     return _attempt(found, session=session)
 
 
 @router.put("/attempts/{attempt_id}/answers/{question_id}", response_model=AnswerOut)
-def answer(attempt_id: int, question_id: str, body: AnswerIn, user: ApiUser, session: SessionDep) -> AnswerOut:
+def answer(attempt_id: RowId, question_id: str, body: AnswerIn, user: ApiUser, session: SessionDep) -> AnswerOut:
     now = utcnow()
     attempts.save_answer(attempt_id, user.id, question_id, body.choice, session=session, now=now)
     return AnswerOut(question_id=question_id, choice=body.choice, saved_at=now)
 
 
 @router.post("/attempts/{attempt_id}/submit", response_model=ResultOut)
-def submit(attempt_id: int, user: ApiUser, session: SessionDep) -> ResultOut:
+def submit(attempt_id: RowId, user: ApiUser, session: SessionDep) -> ResultOut:
     done = attempts.submit(attempt_id, user.id, session=session, now=utcnow())
     return _result(done, session=session)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.db import utcnow
-from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep, WriteSessionDep
+from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep, WriteSessionDep
 from app.errors import NotFound
 from app.flashcards import missed
 from app.quizzes import attempts, service
@@ -46,7 +46,7 @@ def quiz_list(request: Request, session: SessionDep) -> HTMLResponse:
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse)
 def attempt_page(
-    attempt_id: int,
+    attempt_id: RowId,
     request: Request,
     session: WriteSessionDep,
     user: CurrentUser,
@@ -65,7 +65,7 @@ def attempt_page(
 
 @router.post("/attempts/{attempt_id}/answers/{question_id}", response_class=HTMLResponse)
 def save_answer(
-    attempt_id: int,
+    attempt_id: RowId,
     question_id: str,
     request: Request,
     session: SessionDep,
@@ -89,7 +89,7 @@ def save_answer(
 
 
 @router.get("/attempts/{attempt_id}/finish", response_class=HTMLResponse)
-def confirm_submit(attempt_id: int, request: Request, session: WriteSessionDep, user: CurrentUser) -> Response:
+def confirm_submit(attempt_id: RowId, request: Request, session: WriteSessionDep, user: CurrentUser) -> Response:
     now = utcnow()
     attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)
     if not attempt.is_open:
@@ -101,13 +101,13 @@ def confirm_submit(attempt_id: int, request: Request, session: WriteSessionDep, 
 
 
 @router.post("/attempts/{attempt_id}/submit")
-def submit(attempt_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
+def submit(attempt_id: RowId, request: Request, session: SessionDep, user: CurrentUser) -> Response:
     attempts.submit(attempt_id, user.id, session=session, now=utcnow())
     return _go(request, _result_url(attempt_id))
 
 
 @router.get("/attempts/{attempt_id}/result", response_class=HTMLResponse)
-def result(attempt_id: int, request: Request, session: WriteSessionDep, user: CurrentUser) -> Response:
+def result(attempt_id: RowId, request: Request, session: WriteSessionDep, user: CurrentUser) -> Response:
     now = utcnow()
     try:
         attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)

@@ -53,6 +53,11 @@ def install(app: FastAPI) -> None:
             headers["Retry-After"] = str(exc.retry_after)
         if isinstance(exc, Unauthorized | SignInRequired):
             headers["WWW-Authenticate"] = "Bearer"
+        if exc.status_code == 422 and wants_json(request):
+            # Every 422 of the API has one shape, whether the schema or a service found the problem.
+            where = ["body", exc.field] if exc.field else []
+            errors = [{"loc": where, "msg": exc.message, "type": "invalid"}]
+            return JSONResponse({"detail": exc.message, "errors": errors}, status_code=422, headers=headers)
         return error_response(request, exc.status_code, exc.message, headers)
 
     @app.exception_handler(HTTPException)

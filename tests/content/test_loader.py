@@ -8,7 +8,7 @@ import pytest
 
 from app.content.loader import load_tree
 from app.content.source import ContentError
-from tests.content.factories import CARD, EXERCISE, QUIZ, write_tree
+from tests.content.factories import CARD, DECK, EXERCISE, QUIZ, write_tree
 
 
 def problems(root: Path) -> list[str]:
@@ -105,6 +105,27 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         "content/decks/tiny-deck/cards/001.md:5: unknown field 'frnt'",
         "content/exercises/tiny-set/01.md:5: unknown section 's9' (set.yaml lists the sections)",
         "content/quizzes/tiny-quiz.yaml:3: unknown field 'colour'",
+        "content/quizzes/tiny-quiz.yaml:25: tq-1: answer 'Z' is not among the options A, B",
+    ]
+
+
+def test_a_schema_failure_does_not_hide_the_other_problems_of_its_file(tmp_path: Path) -> None:
+    """One pass reports a file's schema problem, its duplicate ids and its questions' own rules."""
+    quiz = QUIZ.replace("id: tq-2", "id: tq-1").replace("answer: B", "answer: Z").replace("passing_score", "pass_mark")
+    card = CARD.replace("number: 1", "number: 2\nfrnt: typo")
+    deck = DECK + "colour: blue\n"  # a second deck, with the first one's id
+    files = {"quizzes/tiny-quiz.yaml": quiz, "decks/tiny-deck/cards/002.md": card, "decks/zz-again/deck.yaml": deck}
+    assert sorted(problems(write_tree(tmp_path / "content", **files))) == [
+        "content/decks/tiny-deck/cards/002.md:2: duplicate card id 'tc-001' "
+        "(first defined at content/decks/tiny-deck/cards/001.md:2)",
+        "content/decks/tiny-deck/cards/002.md:4: unknown field 'frnt'",
+        "content/decks/zz-again/deck.yaml:1: duplicate deck id 'tiny-deck' "
+        "(first defined at content/decks/tiny-deck/deck.yaml:1)",
+        "content/decks/zz-again/deck.yaml:3: unknown field 'colour'",
+        "content/quizzes/tiny-quiz.yaml:24: tq-1: answer 'Z' is not among the options A, B",
+        "content/quizzes/tiny-quiz.yaml:27: duplicate question id 'tq-1' "
+        "(first defined at content/quizzes/tiny-quiz.yaml:17)",
+        "content/quizzes/tiny-quiz.yaml:3: unknown field 'pass_mark'",
     ]
 
 

@@ -22,7 +22,8 @@ with TestClient(create_app(s)) as c:
     assert c.post("/signup", data=form, follow_redirects=False).status_code == 303
     token = c.post("/api/v1/auth/token", json={"username": "tess", "password": "a-long-password"}).json()
     auth = {"Authorization": "Bearer " + token["access_token"]}
-    assert c.post("/api/v1/reviews", json={"card_id": "mdt-001", "rating": 4}, headers=auth).status_code == 200
+    rating = {"card_id": "mdt-001", "rating": 4, "version": 0}
+    assert c.post("/api/v1/reviews", json=rating, headers=auth).status_code == 200
     for p in ("/flashcards/mire-dis-train/study", "/flashcards/mire-dis-train/stats", "/flashcards/settings",
               "/flashcards/mire-dis-train/cards/mdt-001", "/flashcards/mire-dis-train/export.apkg",
               "/api/v1/decks/mire-dis-train/stats"):

@@ -24,12 +24,13 @@ COPY migrations ./migrations
 COPY templates ./templates
 COPY static ./static
 COPY content ./content
-RUN mkdir -p static/vendor/htmx static/vendor/pico static/vendor/codemirror data \
+RUN mkdir -p static/vendor/htmx static/vendor/pico static/vendor/codemirror static/vendor/swagger-ui data \
  && cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx/ \
  && cp node_modules/@picocss/pico/css/pico.min.css static/vendor/pico/ \
  && cp node_modules/codemirror/lib/codemirror.js node_modules/codemirror/lib/codemirror.css \
        node_modules/codemirror/mode/python/python.js node_modules/codemirror/addon/edit/matchbrackets.js \
-       static/vendor/codemirror/
+       static/vendor/codemirror/ \
+ && cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css static/vendor/swagger-ui/
 
 EXPOSE 8000
 HEALTHCHECK CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from app.labs.supervisor import Supervisor
 
 app = typer.Typer(help="Ringlab: learn distributed deep-learning training by doing.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -57,24 +59,32 @@ def serve(
         )  # fmt: skip
     finally:
         if worker is not None:
-            worker.terminate()
-            try:
-                worker.wait(timeout=15)
-            except Exception:
-                worker.kill()
+            worker.stop()
 
 
-def _embedded_worker(url: str) -> subprocess.Popen[bytes] | None:
-    """On the embedded default (SQLite), one grading worker as a child process: never in the web process."""
+def _embedded_worker(url: str) -> Supervisor | None:
+    """On the embedded default (SQLite), one grading worker as a child process (never in the web
+    process), restarted whenever it exits (app.labs.supervisor)."""
+    import logging
     import os
 
+    from app.db import make_engine, make_sessionmaker
     from app.labs.settings import LabSettings
+    from app.labs.supervisor import Supervisor
 
-    if not LabSettings().embedded(url):
+    settings = LabSettings()
+    if not settings.embedded(url):
         return None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     typer.echo("starting the embedded grading worker (RINGLAB_EMBEDDED_WORKER=false turns it off)", err=True)
-    command = [sys.executable, "-m", "app", "worker", "--parent-pid", str(os.getpid())]
-    return subprocess.Popen(command)
+    parent = str(os.getpid())
+
+    def command(worker_id: str) -> list[str]:
+        return [sys.executable, "-m", "app", "worker", "--parent-pid", parent, "--worker-id", worker_id]
+
+    supervisor = Supervisor(command, make_sessionmaker(make_engine(url)), max_attempts=settings.lab_max_attempts)
+    supervisor.start()
+    return supervisor
 
 
 @app.command()
@@ -84,6 +94,9 @@ def worker(
     ] = False,
     pool: Annotated[int | None, typer.Option(help="Warm sandboxes kept ready (RINGLAB_WORKER_POOL_SIZE).")] = None,
     parent_pid: Annotated[int | None, typer.Option(hidden=True, help="Stop when this process is gone.")] = None,
+    worker_id: Annotated[
+        str | None, typer.Option(hidden=True, help="The id to register as (its supervisor's).")
+    ] = None,
 ) -> None:
     """Run one grading worker against DATABASE_URL: claims lab submissions and grades them in a sandbox."""
     import logging
@@ -100,7 +113,7 @@ def worker(
             fg=typer.colors.RED, bold=True, err=True,
         )  # fmt: skip
     size = pool if pool is not None else LabSettings().worker_pool_size
-    raise typer.Exit(start(unsafe=unsafe_no_sandbox, pool_size=size, parent_pid=parent_pid))
+    raise typer.Exit(start(unsafe=unsafe_no_sandbox, pool_size=size, parent_pid=parent_pid, worker_id=worker_id))
 
 
 @db_app.command("upgrade")

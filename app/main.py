@@ -19,9 +19,12 @@ from app.config import REPO_ROOT, Settings, get_settings
 from app.content.service import sync_directory
 from app.content.source import ContentError
 from app.db import make_engine, make_sessionmaker
+from app.exercises.api import router as exercises_api
 from app.exercises.views import router as exercises_router
 from app.flashcards.api import router as flashcards_api
 from app.flashcards.views import router as flashcards_router
+from app.instructors.api import router as instructors_api
+from app.instructors.views import router as instructors_router
 from app.labs.api import router as labs_api
 from app.labs.views import router as labs_router
 from app.quizzes.api import router as quizzes_api
@@ -29,6 +32,7 @@ from app.quizzes.views import router as quizzes_router
 from app.web import errors
 from app.web.auth import AuthMiddleware
 from app.web.csrf import CSRFMiddleware
+from app.web.health import WriteProbe
 from app.web.pages import router as pages_router
 from app.web.security import SecurityHeaders
 
@@ -54,7 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.writer_thread.shutdown()
         engine.dispose()
 
-    app = FastAPI(title="Ringlab", version="0.1.0", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
+    app = FastAPI(title="Ringlab", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
@@ -64,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="sqlite-writer") if sqlite else None
     app.state.inline_reads = sqlite  # see ApiCall.quick_read
     app.state.limits = AuthLimits.from_settings(settings)
+    app.state.health_probe = WriteProbe()
     # Added last runs first: headers wrap everything, then CSRF and body size, then who is asking.
     app.add_middleware(AuthMiddleware)
     app.add_middleware(CSRFMiddleware, max_body=settings.max_body_bytes)
@@ -71,8 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     errors.install(app)
     routers = (
-        pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router,
-        flashcards_router, flashcards_api, labs_router, labs_api,
+        pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router, exercises_api,
+        flashcards_router, flashcards_api, labs_router, labs_api, instructors_router, instructors_api,
     )  # fmt: skip
     for router in routers:
         # Flat, as include_router left them before FastAPI 0.137: it now keeps each router as a

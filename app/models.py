@@ -6,6 +6,8 @@ from __future__ import annotations
 def load_all() -> None:
     import app.accounts.models
     import app.content.records
+    import app.exercises.models
     import app.flashcards.models
     import app.labs.models
-    import app.quizzes.models  # noqa: F401
+    import app.quizzes.models
+    import app.web.health  # noqa: F401

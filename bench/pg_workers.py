@@ -82,7 +82,8 @@ def submit_spaced(engine: Engine, n: int, every: float) -> list[int]:
     from tests.factories import make_user
 
     factory = make_sessionmaker(engine)
-    lab = catalog.get_lab(CONTENT, LAB)
+    with factory() as session:
+        lab = catalog.get_lab(session, LAB)
     limits = service.Limits.of(LabSettings())
     code = (CONTENT / "labs" / LAB / "solution.py").read_text()
     ids = []

@@ -31,6 +31,8 @@ UID_BASE = 200_000
 class Grader:
     """Grades submissions for the labs under ``content_dir``.
 
+    ``preload`` (default: every ``preload`` of the labs under ``content_dir``) are the modules the
+    warm template imports once, so no rank pays for a lazy import.
     ``pool_size`` sandboxes are kept ready (0: start one per submission). ``fork_from_template``
     (default: where possible, as root) starts each sandbox's zygote by forking a torch-warm
     template into it (``labs.template``, ~40 ms) instead of importing torch in it (~1.2 s of a core).
@@ -45,6 +47,7 @@ class Grader:
         gpus: bool = False,
         unsafe_no_sandbox: bool = False,
         fork_from_template: bool | None = None,
+        preload: list[str] | None = None,
     ):
         self.content_dir = Path(content_dir)
         self.unsafe = unsafe_no_sandbox
@@ -53,13 +56,14 @@ class Grader:
         if fork_from_template is None:
             fork_from_template = template.available()
         use = fork_from_template and not self.unsafe and self.refusal is None
-        self.template = template.Template(preload=preloads(self.content_dir)) if use else None
+        modules = preload if preload is not None else preloads(self.content_dir)
+        self.template = template.Template(preload=modules) if use else None
         self.pool = (
             WarmPool(pool_size, unsafe=self.unsafe, gpu=gpus, template=self.template)
             if pool_size and self.refusal is None
             else None
         )
-        self.labs: dict[str, tuple[Lab, ModuleType]] = {}
+        self.labs: dict[Path, tuple[Lab, ModuleType]] = {}  # by folder: one per lab version
         self.jobs = 0
 
     def close(self) -> None:
@@ -74,15 +78,22 @@ class Grader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def lab(self, lab_id: str) -> tuple[Lab, ModuleType]:
-        if lab_id not in self.labs:
-            lab = load_lab(self.content_dir / lab_id)
-            spec = importlib.util.spec_from_file_location(f"ringlab_checks_{lab_id.replace('-', '_')}", lab.checks_path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            self.labs[lab_id] = (lab, module)
-        return self.labs[lab_id]
+    def lab(self, lab_id: str, lab_dir: Path | None = None) -> tuple[Lab, ModuleType]:
+        """The lab and its checks module, from ``lab_dir`` (a folder per lab version) or the content folder."""
+        folder = Path(lab_dir) if lab_dir is not None else self.content_dir / lab_id
+        if folder not in self.labs:
+            self.labs[folder] = self.load_checks(folder)
+        return self.labs[folder]
+
+    @staticmethod
+    def load_checks(folder: Path) -> tuple[Lab, ModuleType]:
+        """A lab folder's metadata and its trusted ``checks.py``, imported under a name of its own."""
+        lab = load_lab(folder)
+        spec = importlib.util.spec_from_file_location(f"ringlab_checks_{lab.id.replace('-', '_')}", lab.checks_path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return lab, module
 
     def grade(
         self,
@@ -93,14 +104,16 @@ class Grader:
         backend: str | None = None,
         time_limit_s: float | None = None,
         seed: int | None = None,
+        lab_dir: Path | None = None,
     ) -> Verdict:
         """Run ``code`` against every check of the lab and say how it did. Never raises for bad code.
 
         ``world_sizes`` and ``backend`` default to the lab's; ``backend="nccl"`` runs one GPU per rank
-        and needs a Grader made with ``gpus=True`` on a worker with enough GPUs.
+        and needs a Grader made with ``gpus=True`` on a worker with enough GPUs. ``lab_dir`` grades
+        against that folder (one lab version) instead of the content folder's copy of the lab.
         """
         started = time.monotonic()
-        lab, checks = self.lab(lab_id)
+        lab, checks = self.lab(lab_id, lab_dir)
         spec = lab.spec
         backend = backend or spec.backends[0]
         sizes = world_sizes or spec.world_sizes
@@ -137,6 +150,10 @@ class Grader:
             return self._verdict(lab, "refused", f"grading is unavailable: {self.refusal}", [])
         if len(code) > MAX_CODE:
             return self._verdict(lab, "compile_error", f"the submission is longer than {MAX_CODE} characters", [])
+        if "\0" in code:  # compile() would say "line None"
+            line = code.count("\n", 0, code.index("\0")) + 1
+            message = f"the file contains a NUL byte (line {line}); save it as plain UTF-8 text without NUL bytes"
+            return self._verdict(lab, "compile_error", message, [])
         try:
             compile(code, judge_source_name(), "exec", dont_inherit=True)
         except SyntaxError as exc:
@@ -416,8 +433,16 @@ def describe_end(g: GroupRun) -> str:
         for i in infos
         if i.get("state") != "finished"
     ]
-    if g.status == "deadlock":
-        return "deadlock: every unfinished rank was waiting: " + ", ".join(stuck)
+    if not stuck:  # every rank returned, yet its connection stayed open: a process of its own held it
+        return (
+            "every rank returned its results, but processes a rank started were still running (a fork bomb, "
+            "a daemon or a child process left behind); a rank must not leave processes running"
+        )
+    if g.status == "deadlock":  # the zygote cannot tell a hung collective from a rank out of processes
+        return (
+            "deadlock: every unfinished rank was waiting: " + ", ".join(stuck) + " (a rank that started too many "
+            "processes, such as a fork bomb, also stops like this: at most 64 per rank)"
+        )
     return "time limit exceeded while ranks were busy: " + ", ".join(stuck)
 
 

@@ -1,9 +1,9 @@
 """A fresh bubblewrap sandbox holding one warm zygote.
 
 Layout inside: the system (/usr and its /lib, /bin links) and the Python
-install and virtualenv read-only at their own paths; the five stdlib-only
-files the zygote and ranks run (``labs/{__init__,channel,netstat,harness,
-zygote}.py``) read-only under /sandbox/lib; a private size-capped tmpfs on
+install and virtualenv read-only at their own paths; the six stdlib-only
+files the zygote and ranks run (``labs/{__init__,channel,netstat,trees,
+harness,zygote}.py``) read-only under /sandbox/lib; a private size-capped tmpfs on
 /tmp for scratch; a minimal /dev and a /proc of the sandbox's own pid
 namespace. Nothing else of the host exists: not the repository, not
 content/labs (checks, solutions), not data/ or other submissions, not /etc.

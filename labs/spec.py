@@ -10,11 +10,12 @@ its own content errors.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 ID = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
 NAME = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -24,6 +25,25 @@ REQUIRED_FILES = ("lab.yaml", "statement.md", "starter.py", "checks.py", "soluti
 # Engine module names a lab's public file may not shadow inside the ranks.
 RESERVED_MODULES = {"submission", "labs", "torch"}
 DEFAULT_CONTENT = Path(__file__).resolve().parents[1] / "content" / "labs"
+
+
+def _due(value: object) -> object:
+    # A date alone means the end of that day, UTC; a time without a zone is UTC.
+    if isinstance(value, str):
+        try:
+            value = date.fromisoformat(value.strip()) if len(value.strip()) == 10 else datetime.fromisoformat(value)
+        except ValueError:
+            return value  # pydantic reports it
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime.combine(value, time(23, 59, 59), UTC)
+    return value
+
+
+# Shared with quizzes (``app.content.models``): the engine needs nothing from the web app.
+Due = Annotated[AwareDatetime, BeforeValidator(_due)]
+"""A due date: ``2026-12-01`` (end of that day, UTC) or ``2026-12-01T17:00:00+01:00``."""
 
 
 @dataclass(frozen=True, order=True)
@@ -74,6 +94,7 @@ class LabSpec(Strict):
     # Modules the warm template imports before any job, so no rank pays for a lazy import.
     preload: list[MODULE] = Field(default_factory=list)
     checks: list[CheckSpec] = Field(min_length=1)
+    due: Due | None = None  # optional; a later submission is marked late, never refused
 
     @model_validator(mode="after")
     def _consistent(self) -> LabSpec:

@@ -35,6 +35,8 @@ class Mismatch:
 
 def fmt(value: Any) -> str:
     """A number as a student reads it: 6 significant digits, ints and bools as they are."""
+    if hasattr(value, "numel") and value.numel() != 1:
+        return f"a tensor of shape {tuple(value.shape)}"
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, bool | int):
@@ -122,9 +124,9 @@ def compare(
         if abs(got - expected) <= atol + rtol * abs(expected):
             return None
         return Mismatch(path, f"is {fmt(float(got))}, expected {fmt(expected)}")
-    if type(got) is not type(expected) or got != expected:
+    if type(got) is not type(expected):
         return Mismatch(path, f"is {fmt(got)}, expected {fmt(expected)}")
-    return None
+    return None if got == expected else Mismatch(path, f"is {fmt(got)}, expected {fmt(expected)}")
 
 
 def _compare_tensor(expected: Any, got: Any, tolerances: Mapping[str, Tolerance] | None, path: str) -> Mismatch | None:

@@ -16,29 +16,49 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope, utcnow
-from app.errors import NotFound
 from app.labs import queue, wake
-from app.labs.catalog import choose_backend, get_lab
+from app.labs.cache import LabUnavailable, materialise
+from app.labs.catalog import PublishedLab, choose_backend, submitted_lab
 from app.labs.models import SubmissionStatus
-from app.labs.queue import Capacity, Job
+from app.labs.queue import HEARTBEAT_S, Capacity, Job
 from app.labs.wake import Listener
 
 log = logging.getLogger("ringlab.worker")
-IDLE_SEEN_S = 60.0
 WOKEN_POLL_S = 0.5  # with a wake-up listener: how often to look for expired leases anyway
-Grade = Callable[[Job, str], dict[str, Any]]  # (job, backend) -> Verdict.to_dict()
+Grade = Callable[[Job, str], dict[str, Any]]  # (job with its lab_dir, backend) -> Verdict.to_dict()
+Load = Callable[[Job], None]  # loads the job's lab (its checks) before grading; raising means it cannot be
 
 
-def capacity(*, gpu_count: int, sandboxed: bool) -> Capacity:
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def published_preloads(readers: sessionmaker[Session]) -> list[str]:
+    """Every module a synced lab asks the warm template to import (from the database, not the disk:
+    a worker on a GPU node may have no content folder)."""
+    from app.labs import catalog
+
+    try:
+        with readers() as session:
+            labs = catalog.all_labs(session)
+    except Exception:  # the database is not migrated yet: the template warms up without them
+        log.warning("could not read the labs' preloads from the database", exc_info=True)
+        return []
+    return sorted({m for lab in labs.values() for m in lab.spec.preload})
+
+
+def capacity(*, gpu_count: int, sandboxed: bool, worker_id: str | None = None) -> Capacity:
     return Capacity(
-        worker_id=f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}",
+        worker_id=worker_id or new_worker_id(),
         hostname=socket.gethostname(),
         pid=os.getpid(),
         cpu_count=os.cpu_count() or 1,
@@ -54,7 +74,8 @@ class Worker:
         grade: Grade,
         capacity: Capacity,
         *,
-        content_dir: Path,
+        cache_dir: Path,
+        load: Load | None = None,
         lease_s: float = 30.0,
         max_attempts: int = 3,
         poll_s: float = 0.05,
@@ -68,7 +89,9 @@ class Worker:
         self.readers = readers or factory
         self.grade = grade
         self.capacity = capacity
-        self.content_dir = content_dir
+        # Each lab version the worker grades is written out here once (app.labs.cache).
+        self.cache_dir = cache_dir
+        self.load = load
         self.lease_s = lease_s
         self.max_attempts = max_attempts
         self.poll_s = poll_s
@@ -116,9 +139,20 @@ class Worker:
 
     def _grade(self, job: Job) -> dict[str, Any]:
         try:
-            lab = get_lab(self.content_dir, job.lab_id)
-        except NotFound:
-            return {"status": "internal_error", "message": f"lab {job.lab_id} no longer exists", "checks": []}
+            lab = self._lab(job)
+            job = replace(job, lab_dir=materialise(lab, self.cache_dir))
+            if self.load is not None:
+                self.load(job)
+        except SQLAlchemyError:  # a busy or restarting database: retried, as any failure of ours
+            log.exception("submission %s: could not read its lab", job.id)
+            return {
+                "status": "internal_error",
+                "message": "the lab could not be read; this is not your fault",
+                "checks": [],
+            }
+        except Exception as exc:  # the lab itself is broken: no retry can help, and other labs go on
+            log.exception("submission %s: lab %s (version %s) cannot be loaded", job.id, job.lab_id, job.lab_version)
+            return lab_unavailable(job, exc)
         backend = choose_backend(lab, self.capacity.gpu_count)
         try:
             verdict = self.grade(job, backend)
@@ -128,8 +162,12 @@ class Worker:
         verdict.setdefault("data", {})["backend"] = backend
         return verdict
 
+    def _lab(self, job: Job) -> PublishedLab:
+        with session_scope(self.readers) as session:
+            return submitted_lab(session, job.lab_id, job.lab_version)
+
     def _heartbeat(self, job: Job, done: threading.Event, lost: threading.Event) -> None:
-        while not done.wait(self.lease_s / 3):
+        while not done.wait(min(self.lease_s / 3, HEARTBEAT_S)):
             try:
                 with session_scope(self.factory) as session:
                     if not queue.renew(job.id, self.capacity.worker_id, session=session, now=self.clock()):
@@ -139,19 +177,23 @@ class Worker:
                 log.exception("submission %s: could not renew the lease", job.id)
 
     def run(self, stop: threading.Event, *, parent_pid: int | None = None) -> None:
-        """Drain the queue until ``stop`` is set (or the parent process, if given, has gone)."""
-        # Registration waits for the first job, and an idle worker writes only once a minute: on
-        # SQLite every write of ours holds the one write lock web requests wait for.
+        """Drain the queue until ``stop`` is set (or the parent process, if given, has gone).
+
+        The worker registers at once and writes a heartbeat every ``HEARTBEAT_S``, idle or not
+        (one tiny write: on SQLite it holds the write lock for well under a millisecond), so it
+        is shown alive only while it really is. A clean stop marks it stopped.
+        """
         last_seen = time.monotonic()
         while not stop.is_set():
             if parent_pid is not None and os.getppid() != parent_pid:
                 log.info("parent process %s has gone: stopping", parent_pid)
-                return
+                break
             try:
-                status = self.step()
-                if status is not None and not self.registered:
+                if not self.registered:
                     self.register()
-                if status is None and self.registered and time.monotonic() - last_seen > IDLE_SEEN_S:
+                    last_seen = time.monotonic()
+                status = self.step()
+                if time.monotonic() - last_seen > HEARTBEAT_S:
                     with session_scope(self.factory) as session:
                         queue.seen(self.capacity.worker_id, session=session, now=self.clock())
                     last_seen = time.monotonic()
@@ -161,6 +203,16 @@ class Worker:
                 continue
             if status is None:
                 self._idle(stop)
+        self._stopped()
+
+    def _stopped(self) -> None:
+        if not self.registered:
+            return
+        try:
+            with session_scope(self.factory) as session:
+                queue.stopped(self.capacity.worker_id, session=session, now=self.clock())
+        except SQLAlchemyError:
+            log.exception("could not mark this worker stopped; it stops heartbeating instead")
 
     def _idle(self, stop: threading.Event) -> None:
         """Wait ``poll_s``, less if a job is queued (woken) or ``stop`` is set."""
@@ -173,13 +225,31 @@ class Worker:
                 return
 
 
+def lab_unavailable(job: Job, exc: BaseException) -> dict[str, Any]:
+    """Our error, final at once: the job's lab cannot be loaded, so every retry would fail the same way."""
+    version = f" (version {job.lab_version})" if job.lab_version is not None else ""
+    detail = str(exc) if isinstance(exc, LabUnavailable) else f"{type(exc).__name__}: {exc}"
+    message = (
+        f"lab {job.lab_id}{version} could not be loaded by the grader, so your code was not run: {detail[:500]}. "
+        "This is not your fault and does not count against you; an instructor can re-grade it once the lab is fixed."
+    )
+    return {"status": "internal_error", "final": True, "message": message, "checks": []}
+
+
 def gpu_count() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: threading.Event | None = None) -> int:
+def start(
+    *,
+    unsafe: bool,
+    pool_size: int,
+    parent_pid: int | None = None,
+    worker_id: str | None = None,
+    stop: threading.Event | None = None,
+) -> int:
     """Run one worker against DATABASE_URL until SIGTERM/SIGINT; the exit code for the CLI."""
     from app.config import get_settings
     from app.db import make_engine, make_sessionmaker
@@ -188,7 +258,11 @@ def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: 
 
     settings, lab_settings = get_settings(), LabSettings()
     gpus = gpu_count()
-    grader = Grader(settings.content_dir / "labs", pool_size=pool_size, gpus=gpus > 0, unsafe_no_sandbox=unsafe)
+    engine = make_engine(settings.sqlalchemy_url)
+    grader = Grader(
+        settings.content_dir / "labs", pool_size=pool_size, gpus=gpus > 0, unsafe_no_sandbox=unsafe,
+        preload=published_preloads(make_sessionmaker(engine, read_only=True)),
+    )  # fmt: skip
     if grader.refusal is not None:
         log.error(
             "refusing to grade untrusted code: %s. Install bubblewrap (apt-get install bubblewrap); "
@@ -201,18 +275,21 @@ def start(*, unsafe: bool, pool_size: int, parent_pid: int | None = None, stop: 
     # Event.set takes a lock the interrupted main thread may hold: set it from another thread.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: threading.Thread(target=stop.set).start())
-    engine = make_engine(settings.sqlalchemy_url)
+
+    def load(job: Job) -> None:
+        grader.lab(job.lab_id, job.lab_dir)  # lab.yaml and checks.py, from the job's own version
 
     def grade(job: Job, backend: str) -> dict[str, Any]:
-        return grader.grade(job.lab_id, job.code, backend=backend).to_dict()
+        return grader.grade(job.lab_id, job.code, backend=backend, lab_dir=job.lab_dir).to_dict()
 
     listener = wake.listen(engine)
     worker = Worker(
         make_sessionmaker(engine),
         grade,
-        capacity(gpu_count=gpus, sandboxed=not unsafe),
+        capacity(gpu_count=gpus, sandboxed=not unsafe, worker_id=worker_id),
         readers=make_sessionmaker(engine, read_only=True),
-        content_dir=settings.content_dir,
+        cache_dir=settings.data_dir / "lab-cache",
+        load=load,
         lease_s=lab_settings.lab_lease_s,
         max_attempts=lab_settings.lab_max_attempts,
         wake=listener,

@@ -47,10 +47,12 @@ if [ ! -f "$lock_stamp" ]; then
 fi
 # Built into static/vendor/ from node_modules, never committed. Copied on every run (cheap), so a
 # checkout whose package-lock.json gained a library gets its files once the stamp above re-runs npm ci.
-mkdir -p static/vendor/htmx static/vendor/pico static/vendor/codemirror
+mkdir -p static/vendor/htmx static/vendor/pico static/vendor/codemirror static/vendor/swagger-ui
 cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx/
 cp node_modules/@picocss/pico/css/pico.min.css static/vendor/pico/
 # CodeMirror 5 ships plain UMD files: the core, the Python mode and the bracket-matching addon.
 cp node_modules/codemirror/lib/codemirror.js node_modules/codemirror/lib/codemirror.css \
   node_modules/codemirror/mode/python/python.js node_modules/codemirror/addon/edit/matchbrackets.js \
   static/vendor/codemirror/
+# Swagger UI for /api/docs: the prebuilt bundle and its stylesheet, served under the app's own CSP.
+cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css static/vendor/swagger-ui/

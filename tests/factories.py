@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from functools import lru_cache
 
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.accounts.models import Role, User
 from app.accounts.service import hasher
+from app.content.records import Question, Quiz
+from app.flashcards.models import NEW, REVIEW, CardState, Review
+from app.labs.models import Submission, SubmissionStatus
+from app.quizzes import scoring
+from app.quizzes.attempts import result_dict
+from app.quizzes.models import QuizAnswer, QuizAttempt
 
 PASSWORD = "correct-horse-battery"
 
@@ -45,3 +53,117 @@ def api_token(client: TestClient, username: str, password: str = PASSWORD) -> di
     response = client.post("/api/v1/auth/token", json={"username": username, "password": password})
     assert response.status_code == 200, response.text
     return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+
+def make_attempt(
+    session: Session,
+    user_id: int,
+    quiz_id: str,
+    *,
+    right: int,
+    started_at: datetime,
+    submitted_at: datetime | None = None,
+    commit: bool = True,
+) -> QuizAttempt:
+    """A submitted attempt (open when ``submitted_at`` is None) that got the first ``right`` questions right.
+
+    Marked with the app's own scoring, so its frozen result is what a real submit would store.
+    """
+    quiz = session.get(Quiz, quiz_id)
+    assert quiz is not None
+    questions = list(
+        session.scalars(select(Question).where(Question.quiz_id == quiz_id, Question.retired_at.is_(None)))
+    )
+    order = scoring.question_order([(q.id, q.section_id) for q in questions], quiz.sections)
+    by_id = {q.id: q for q in questions}
+    choices = {
+        qid: by_id[qid].answer
+        if n < right
+        else next(o["key"] for o in by_id[qid].options if o["key"] != by_id[qid].answer)
+        for n, qid in enumerate(order)
+    }
+    attempt = QuizAttempt(
+        user_id=user_id, quiz_id=quiz_id, question_ids=order, seed=1, started_at=started_at, updated_at=started_at,
+    )  # fmt: skip
+    session.add(attempt)
+    session.flush()
+    for qid, choice in choices.items():
+        session.add(QuizAnswer(attempt_id=attempt.id, question_id=qid, choice=choice, answered_at=started_at,
+                               correct=None if submitted_at is None else choice == by_id[qid].answer))  # fmt: skip
+    if submitted_at is not None:
+        result = scoring.score(
+            [scoring.Item(q, by_id[q].section_id, by_id[q].answer) for q in order], choices,
+            sections=quiz.sections, passing_score=quiz.passing_score, guide=quiz.scoring_guide,
+        )  # fmt: skip
+        attempt.submitted_at = submitted_at
+        attempt.score, attempt.max_score, attempt.passed = result.score, result.max_score, result.passed
+        attempt.result = result_dict(result)
+    if commit:
+        session.commit()
+    return attempt
+
+
+def make_submission(
+    session: Session,
+    user_id: int,
+    lab_id: str,
+    *,
+    score: int | None,
+    max_score: int = 10,
+    submitted_at: datetime,
+    status: SubmissionStatus = SubmissionStatus.graded,
+    code: str = "def ring_allreduce(tensor):\n    return tensor\n",
+    commit: bool = True,
+) -> Submission:
+    """A lab submission as a worker would leave it (graded with ``score``, or ``status``)."""
+    done = status not in (SubmissionStatus.queued, SubmissionStatus.running)
+    submission = Submission(
+        user_id=user_id, lab_id=lab_id, code=code, status=status, gpus_needed=0, attempts=1 if done else 0,
+        regrades=0, submitted_at=submitted_at, queued_at=submitted_at, max_score=max_score,
+        started_at=submitted_at if done else None, finished_at=submitted_at + timedelta(seconds=1) if done else None,
+        score=score if done else None,
+        verdict={"status": "ok" if status == SubmissionStatus.graded else "runtime_error", "message": "graded",
+                 "checks": [], "output": {}} if done else None,
+    )  # fmt: skip
+    session.add(submission)
+    if commit:
+        session.commit()
+    return submission
+
+
+def make_reviews(
+    session: Session,
+    user_id: int,
+    deck_id: str,
+    card_ids: list[str],
+    *,
+    ratings: list[int],
+    start: datetime,
+    due: datetime,
+    commit: bool = True,
+) -> None:
+    """Card states for ``card_ids`` (in review, due at ``due``) and one logged review per rating, a day apart.
+
+    A review's ``state_before`` is review from the second review of a card on, as the scheduler's would be.
+    """
+    for card_id in card_ids:
+        session.add(CardState(user_id=user_id, card_id=card_id, deck_id=deck_id, state=REVIEW, stability=10.0,
+                              difficulty=5.0, due=due, last_review=start, version=0, updated_at=start))  # fmt: skip
+    for n, rating in enumerate(ratings):
+        card_id = card_ids[n % len(card_ids)]
+        session.add(
+            Review(
+                user_id=user_id,
+                card_id=card_id,
+                deck_id=deck_id,
+                raw_rating=rating + 1,
+                rating=rating,
+                reviewed_at=start + timedelta(days=n // len(card_ids), minutes=n % len(card_ids)),
+                state_before=REVIEW if n >= len(card_ids) else NEW,
+                version_before=n // len(card_ids),
+                before={},
+                after={},
+            )
+        )
+    if commit:
+        session.commit()

@@ -40,7 +40,9 @@ def test_healthz_is_503_before_content_is_loaded(tmp_path: Path) -> None:
     with TestClient(create_app(settings)) as client:
         response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "database": True, "content": False}
+    body = response.json()
+    assert body["status"] == "unavailable" and body["content"] == {"ok": False}
+    assert body["database"] == {"ok": True, "reachable": True, "writable": True}
 
 
 def test_app_start_syncs_content_and_survives_a_broken_tree(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from app.accounts.models import User
 from app.accounts.ratelimit import Limit, SlidingWindow
 from app.config import Settings
 from app.errors import Forbidden, RateLimited, Unauthorized
+from app.flashcards import preferences
 
 
 @dataclass
@@ -39,12 +40,17 @@ def _check(window: SlidingWindow, key: str, what: str) -> None:
 
 def sign_up(
     username: str, password: str, join_code: str | None, client: str, *, session: Session, limits: AuthLimits,
-    settings: Settings,
+    settings: Settings, time_zone: str | None = None,
 ) -> User:  # fmt: skip
+    """Create a student's account; ``time_zone`` (the browser's, chosen on the form) is where their times show."""
     _check(limits.signup_client, client, "sign-ups from this address")
     if settings.join_code and join_code != settings.join_code:
         raise Forbidden("That course join code is not right. Ask your instructor for it.")
+    if time_zone is not None:
+        preferences.check_zone(time_zone)
     user = service.register(username, password, session=session)
+    if time_zone is not None:
+        preferences.set_time_zone(user.id, time_zone, session=session)
     limits.signup_client.hit(client)
     return user
 

@@ -13,6 +13,7 @@ from app.accounts import flows, service
 from app.db import utcnow
 from app.deps import OptionalUser, SessionDep, SettingsDep
 from app.errors import DomainError
+from app.flashcards import preferences
 from app.web.auth import COOKIE
 from app.web.templating import render
 
@@ -73,7 +74,8 @@ def signin(
 
 @router.get("/signup", response_class=HTMLResponse)
 def signup_form(request: Request, settings: SettingsDep) -> Response:
-    return render(request, "accounts/signup.html", {"needs_code": bool(settings.join_code)})
+    context = {"needs_code": bool(settings.join_code), "zones": preferences.time_zones(), "time_zone": "UTC"}
+    return render(request, "accounts/signup.html", context)
 
 
 @router.post("/signup", response_class=HTMLResponse)
@@ -81,18 +83,22 @@ def signup(
     request: Request, session: SessionDep, settings: SettingsDep,
     username: Annotated[str, Form(max_length=100)] = "", password: Annotated[str, Form(max_length=1000)] = "",
     join_code: Annotated[str | None, Form(max_length=200)] = None,
+    time_zone: Annotated[str, Form(max_length=64)] = "UTC",
 ) -> Response:  # fmt: skip
     client = request.client.host if request.client else "unknown"
     try:
         user = flows.sign_up(
-            username, password, join_code, client, session=session, limits=request.app.state.limits, settings=settings
-        )
+            username, password, join_code, client, session=session, limits=request.app.state.limits, settings=settings,
+            time_zone=time_zone,
+        )  # fmt: skip
     except DomainError as exc:
         context = {
             "needs_code": bool(settings.join_code),
             "error": exc.message,
             "field": exc.field,
             "username": username,
+            "zones": preferences.time_zones(),
+            "time_zone": time_zone,
         }
         response = render(request, "accounts/signup.html", context, status_code=exc.status_code)
         if retry := getattr(exc, "retry_after", None):

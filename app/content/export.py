@@ -19,6 +19,9 @@ def export_tree(tree: ContentTree) -> dict[str, Any]:
                 "last_updated": quiz.last_updated,
                 "passing_score": quiz.passing_score,
                 "time_limit_minutes": quiz.time_limit_minutes,
+                "max_attempts": quiz.max_attempts,
+                "show_answers": quiz.show_answers,
+                "due": quiz.due.isoformat() if quiz.due else None,
                 "sections": [s.model_dump() for s in quiz.sections],
                 "scoring_guide": [t.model_dump() for t in quiz.scoring_guide],
                 "questions": [

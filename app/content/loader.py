@@ -16,7 +16,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from app.content import rules
-from app.content.models import Card, ContentTree, Deck, DeckMeta, Exercise, ExerciseSet, ExerciseSetMeta, Quiz
+from app.content.labs import load_lab_content
+from app.content.models import (
+    Card,
+    ContentTree,
+    Deck,
+    DeckMeta,
+    Exercise,
+    ExerciseSet,
+    ExerciseSetMeta,
+    LabContent,
+    Quiz,
+)
 from app.content.source import ContentError, Problem, Source, parse_front_matter, parse_yaml, validation_problems
 
 IGNORED_NAMES = {"README.md", ".gitkeep"}
@@ -172,9 +183,9 @@ def load_tree(root: Path, *, check_markdown: bool = True) -> ContentTree:
     quizzes = [q for p in sorted((root / "quizzes").glob("*.yaml")) if (q := _load_quiz(c, p))]
     sets = [s for d in _subdirs(root / "exercises") if (s := _load_exercise_set(c, d))]
     decks = [d for f in _subdirs(root / "decks") if (d := _load_deck(c, f))]
-    tree = ContentTree(quizzes=quizzes, exercise_sets=sets, decks=decks)
+    labs = _load_labs(c, root / "labs", {e.id for s in sets for e in s.exercises})
+    tree = ContentTree(quizzes=quizzes, exercise_sets=sets, decks=decks, labs=labs)
     c.problems.extend(rules.check_references(tree, c.where))
-    _check_labs(c, root / "labs", {e.id for s in sets for e in s.exercises})
     if check_markdown:
         c.problems.extend(rules.check_markdown(tree, c.where))
     if c.problems:
@@ -182,32 +193,15 @@ def load_tree(root: Path, *, check_markdown: bool = True) -> ContentTree:
     return tree
 
 
-LAB_CODE = ("starter.py", "solution.py", "checks.py")  # and the public files, and mutants/*.py
-
-
-def _check_labs(c: _Collector, root: Path, exercise_ids: set[str]) -> None:
-    """Each lab folder: its lab.yaml, its files, Python that parses, and the exercise it names.
-
-    Only parsed, never run: the checks and the solution are the worker's, and import torch.
-    """
-    from labs.spec import LabError, load_lab  # torch-free
-
+def _load_labs(c: _Collector, root: Path, exercise_ids: set[str]) -> list[LabContent]:
+    """Each lab folder: its lab.yaml, its files, Python that parses, and the exercise it names."""
+    labs = []
     for folder in _subdirs(root):
-        try:
-            lab = load_lab(folder)
-        except LabError as exc:
-            c.problems.extend(Problem(c.rel(Path(p.path)), p.line, p.message) for p in exc.problems)
-            continue
-        for path in [*(folder / n for n in (*LAB_CODE, *lab.spec.public_files)), *lab.mutants]:
-            try:
-                compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
-            except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
-                line = getattr(exc, "lineno", None) or 1
-                c.problems.append(Problem(c.rel(path), line, f"not valid Python: {getattr(exc, 'msg', exc)}"))
-        if lab.spec.exercise not in exercise_ids:
-            c.problems.append(
-                Problem(c.rel(folder / "lab.yaml"), 1, f"exercise '{lab.spec.exercise}' is not in any exercise set")
-            )
+        lab, problems = load_lab_content(folder, c.rel, exercise_ids)
+        c.problems.extend(problems)
+        if lab is not None:
+            labs.append(lab)
+    return labs
 
 
 def _subdirs(path: Path) -> list[Path]:

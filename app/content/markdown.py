@@ -79,6 +79,8 @@ def _stray_dollar(tokens: list[Token]) -> str | None:
 
 def check(text: str) -> None:
     """Raise MarkdownError if ``text`` would not render cleanly."""
+    if "$" not in text:
+        return  # only math (bad LaTeX, a stray `$`) can fail to render; most fields have none
     tokens = _parser().parse(text)
     stray = _stray_dollar(tokens)
     if stray is not None:

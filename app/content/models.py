@@ -7,15 +7,23 @@ sections that exist, scoring tiers that cover every score) live in
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import re
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from labs.spec import Due  # one definition of a due date for quizzes and labs
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=80)]
 Text = Annotated[str, Field(min_length=1)]
 OPTION_KEY = re.compile(r"^[A-Z]$")
+
+
+ShowAnswers = Literal["at_once", "after_due", "never"]
 
 
 class Strict(BaseModel):
@@ -70,6 +78,9 @@ class Quiz(Strict):
     passing_score: float | None = Field(default=None, gt=0, le=1)
     time_limit_minutes: int | None = Field(default=None, gt=0)
     shuffle_options: bool = False
+    max_attempts: int | None = Field(default=None, gt=0)
+    show_answers: ShowAnswers = "at_once"
+    due: Due | None = None
     sections: list[Section] = Field(default_factory=list)
     scoring_guide: list[Tier] = Field(default_factory=list)
     questions: list[Question] = Field(min_length=1)
@@ -89,12 +100,59 @@ class ExerciseSetMeta(Strict):
     difficulty_legend: dict[int, str] = Field(default_factory=dict)
 
 
+TOLERANCE = re.compile(r"^\d+(\.\d+)?%$")
+
+
+class AnswerPart(Strict):
+    """One numeric sub-question of an exercise, checked on the server.
+
+    ``tolerance`` is absolute in the part's unit (``0.5``) or relative to the value (``"2%"``).
+    With ``unit: "%"`` the value is a percentage, and answers as a fraction are accepted too.
+    """
+
+    id: Id
+    prompt: Text
+    value: float
+    tolerance: float | str = 0
+    unit: str
+    explanation: Text
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _finite_number(cls, value: object) -> object:
+        # YAML reads `1e21` as text; a number written any other way is an authoring mistake.
+        if isinstance(value, bool):
+            raise ValueError("must be a number")
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ValueError(f"must be a number, not {value!r}") from None
+        if isinstance(value, int | float) and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @field_validator("tolerance", mode="before")
+    @classmethod
+    def _tolerance(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be a number or a percentage such as '1%'")
+        if isinstance(value, int | float):
+            if value < 0 or not math.isfinite(value):
+                raise ValueError("must be zero or more")
+            return float(value)
+        if isinstance(value, str) and TOLERANCE.match(value.strip()):
+            return value.strip()
+        raise ValueError(f"must be a number or a percentage such as '1%', not {value!r}")
+
+
 class Exercise(Strict):
     id: Id
     number: Text
     title: str | None = None
     section: Id | None = None
     difficulty: int | None = Field(default=None, ge=1, le=4)
+    parts: list[AnswerPart] = Field(default_factory=list)
     body: Text
 
 
@@ -132,9 +190,27 @@ class Deck(Strict):
     cards: list[Card]
 
 
+class LabContent(Strict):
+    """A validated lab folder: its ``lab.yaml`` as data and every file of the folder (``mutants/`` aside)."""
+
+    model_config = ConfigDict(str_strip_whitespace=False)  # files are kept byte for byte
+
+    id: Id
+    title: Text
+    exercise: Id
+    spec: dict[str, Any]
+    files: dict[str, str]
+
+    @property
+    def digest(self) -> str:
+        """Changes whenever any file of the lab does: a new digest is a new version."""
+        return hashlib.sha256(json.dumps([self.spec, self.files], sort_keys=True).encode()).hexdigest()
+
+
 class ContentTree(Strict):
     """Everything under one content directory, validated."""
 
     quizzes: list[Quiz] = Field(default_factory=list)
     exercise_sets: list[ExerciseSet] = Field(default_factory=list)
     decks: list[Deck] = Field(default_factory=list)
+    labs: list[LabContent] = Field(default_factory=list)

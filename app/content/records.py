@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Base, UTCDateTime, utcnow
@@ -34,6 +34,10 @@ class Quiz(ContentItem, Base):
     passing_score: Mapped[float | None] = mapped_column(Float)
     time_limit_minutes: Mapped[int | None] = mapped_column(Integer)
     shuffle_options: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The attempt policy (None: unlimited; at_once / after_due / never) and the optional due date.
+    max_attempts: Mapped[int | None] = mapped_column(Integer)
+    show_answers: Mapped[str] = mapped_column(String(16), default="at_once", server_default="at_once")
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     sections: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     scoring_guide: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
@@ -77,6 +81,9 @@ class Exercise(ContentItem, Base):
     section_id: Mapped[str | None] = mapped_column(String(80))
     difficulty: Mapped[int | None] = mapped_column(Integer)
     body_html: Mapped[str] = mapped_column(Text)
+    # Answer parts: id, prompt, value, tolerance, unit, explanation (+ their HTML). Secret until
+    # solved: app.exercises.service decides what a student may see.
+    parts: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
     exercise_set: Mapped[ExerciseSet] = relationship(back_populates="exercises")
@@ -116,3 +123,29 @@ class ContentSync(Base):
     synced_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     digest: Mapped[str] = mapped_column(String(64))
     summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Lab(ContentItem, Base):
+    """A lab as last synced: its current version; every version it had stays in ``lab_versions``."""
+
+    __tablename__ = "labs"
+
+    title: Mapped[str] = mapped_column(String(300))
+    exercise_id: Mapped[str] = mapped_column(String(80))
+    version: Mapped[int] = mapped_column(Integer)
+
+
+class LabVersion(Base):
+    """One version of a lab folder, kept for good: a queued submission is graded against the version it
+    was submitted to. ``files`` holds every file of the folder (``mutants/`` excepted) by relative path."""
+
+    __tablename__ = "lab_versions"
+    __table_args__ = (UniqueConstraint("lab_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    digest: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    files: Mapped[dict[str, str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -73,6 +73,10 @@ def check_quiz(quiz: Quiz, source: Source) -> list[Problem]:
             problems.append(source.problem(at, f"{q.id}: missing field 'section' (the quiz has sections)"))
         elif q.section is not None and q.section not in section_ids:
             problems.append(source.problem((*at, "section"), f"{q.id}: unknown section '{q.section}'"))
+    if quiz.show_answers == "after_due" and quiz.due is None:
+        problems.append(
+            source.problem(("show_answers",), "show_answers: after_due needs a due date: add 'due: 2026-12-01'")
+        )
     tiers = [(t.min, t.max) for t in quiz.scoring_guide]
     for i, message in tier_problems(tiers, len(quiz.questions)) if tiers else []:
         problems.append(source.problem(("scoring_guide", i), message))
@@ -103,6 +107,30 @@ def check_exercise_set(
                 where.problem(("number",), f"exercise number {exercise.number} also used in {numbers[exercise.number]}")
             )
         numbers.setdefault(exercise.number, where.path)
+        problems.extend(check_parts(exercise, where))
+    return problems
+
+
+def check_parts(exercise: Exercise, where: Source) -> list[Problem]:
+    """Answer parts: ids unique in the exercise, a tolerance that cannot accept a wrong answer of 0."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for i, part in enumerate(exercise.parts):
+        if part.id in seen:
+            problems.append(where.problem(("parts", i, "id"), f"duplicate part id '{part.id}' in {exercise.id}"))
+        seen.add(part.id)
+        error = (
+            abs(part.value) * float(part.tolerance.rstrip("%")) / 100
+            if isinstance(part.tolerance, str)
+            else part.tolerance
+        )
+        if part.value != 0 and error >= abs(part.value):
+            problems.append(
+                where.problem(
+                    ("parts", i, "tolerance"),
+                    f"part '{part.id}': tolerance {part.tolerance} would accept 0 for a value of {part.value:g}",
+                )
+            )
     return problems
 
 
@@ -133,6 +161,9 @@ def markdown_fields(tree: ContentTree) -> Iterator[tuple[tuple[str, str], tuple[
         yield ("exercise set", ex_set.id), ("description",), ex_set.description
         for ex in ex_set.exercises:
             yield ("exercise", ex.id), ("body",), ex.body
+            for i, part in enumerate(ex.parts):
+                yield ("exercise", ex.id), ("parts", i, "prompt"), part.prompt
+                yield ("exercise", ex.id), ("parts", i, "explanation"), part.explanation
     for deck in tree.decks:
         yield ("deck", deck.id), ("description",), deck.description
         for card in deck.cards:

@@ -122,7 +122,9 @@ def _describe(err: Any) -> str:
         return f"unknown field '{err['loc'][-1]}'"
     if kind == "missing":
         return f"missing field '{loc}'"
-    return f"{loc}: {err['msg']}" if loc else err["msg"]
+    # Our own validators' messages are for authors already; drop pydantic's prefix.
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc else msg
 
 
 def validation_problems(exc: ValidationError, source: Source, prefix: Loc = ()) -> list[Problem]:

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.content import markdown
 from app.content import models as m
 from app.content import records as r
+from app.content.labs import sync_labs
 
 Row = TypeVar("Row", bound=r.ContentItem)
 
@@ -90,12 +91,15 @@ def _quiz_values(quiz: m.Quiz) -> dict[str, Any]:
         "passing_score": quiz.passing_score,
         "time_limit_minutes": quiz.time_limit_minutes,
         "shuffle_options": quiz.shuffle_options,
+        "max_attempts": quiz.max_attempts,
+        "show_answers": quiz.show_answers,
+        "due_at": quiz.due,
         "sections": [s.model_dump() for s in quiz.sections],
         "scoring_guide": [
             {**t.model_dump(), "recommendation_html": markdown.render_inline(t.recommendation)}
             for t in quiz.scoring_guide
         ],
-        "source": quiz.model_dump(exclude={"questions"}),
+        "source": quiz.model_dump(exclude={"questions"}, mode="json"),
     }
 
 
@@ -109,6 +113,15 @@ def _question_values(quiz: m.Quiz, q: m.Question) -> dict[str, Any]:
         "explanation_html": markdown.render(q.explanation),
         "card_ids": list(q.cards),
         "source": q.model_dump(),
+    }
+
+
+def _part_values(part: m.AnswerPart) -> dict[str, Any]:
+    # The value and the explanation live here and leave the server only once a part is solved.
+    return {
+        **part.model_dump(),
+        "prompt_html": markdown.render_inline(part.prompt),
+        "explanation_html": markdown.render(part.explanation),
     }
 
 
@@ -142,7 +155,8 @@ def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncRe
                 "section_id": ex.section,
                 "difficulty": ex.difficulty,
                 "body_html": markdown.render(ex.body),
-                "source": ex.model_dump(),
+                "parts": [_part_values(part) for part in ex.parts],
+                "source": ex.model_dump(exclude={"parts"}),
             }
             up.upsert(r.Exercise, "exercise", ex.id, i, values)
     for di, deck in enumerate(tree.decks):
@@ -164,9 +178,11 @@ def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncRe
                 "source": card.model_dump(),
             }
             up.upsert(r.Card, "card", card.id, i, values)
+    sync_labs(tree.labs, up.upsert, session=session, now=now)
     # Children first, so a retired parent never hides a live child.
     for model, kind in ((r.Question, "question"), (r.Quiz, "quiz"), (r.Exercise, "exercise"),
-                        (r.ExerciseSet, "exercise set"), (r.Card, "card"), (r.Deck, "deck")):  # fmt: skip
+                        (r.ExerciseSet, "exercise set"), (r.Card, "card"), (r.Deck, "deck"),
+                        (r.Lab, "lab")):  # fmt: skip
         up.retire_unseen(model, kind)
     session.add(r.ContentSync(synced_at=now, digest=report.digest, summary=report.summary()))
     return report

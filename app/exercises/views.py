@@ -1,15 +1,40 @@
-"""Exercise pages."""
+"""Exercise pages: sets (contents, filters, badges), one exercise (answer parts, notes, done)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from typing import Annotated
 
-from app.deps import SessionDep
-from app.exercises import service
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.deps import CurrentUser, OptionalUser, SessionDep
+from app.errors import InvalidInput
+from app.exercises import progress, service
+from app.labs import catalog
 from app.web.templating import render
 
 router = APIRouter(prefix="/exercises", tags=["exercises"])
+
+
+def _partial(request: Request) -> bool:
+    return bool(request.headers.get("hx-request")) and not request.headers.get("hx-history-restore-request")
+
+
+def _labs(session: Session) -> dict[str, str]:
+    """Exercise id -> the id of the lab that grades it (``exercise:`` in the lab's lab.yaml)."""
+    labs = catalog.all_labs(session)
+    return {lab.spec.exercise: lab.id for lab in labs.values()}
+
+
+def _difficulty(text: str | None) -> int | None:
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidInput(f"difficulty must be a whole number of stars, not '{text}'.") from None
 
 
 @router.get("", response_class=HTMLResponse)
@@ -18,6 +43,117 @@ def set_list(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.get("/{set_id}", response_class=HTMLResponse)
-def set_page(set_id: str, request: Request, session: SessionDep) -> HTMLResponse:
-    ex_set, groups = service.get_set(set_id, session=session)
-    return render(request, "exercises/set.html", {"set": ex_set, "groups": groups})
+def set_page(
+    set_id: str,
+    request: Request,
+    session: SessionDep,
+    user: OptionalUser,
+    section: Annotated[str | None, Query()] = None,
+    difficulty: Annotated[str | None, Query()] = None,
+) -> HTMLResponse:
+    filters = service.Filters(section or None, _difficulty(difficulty))
+    page = service.set_page(set_id, filters, user.id if user else None, _labs(session), session=session)
+    block = "listing" if _partial(request) else None
+    return render(request, "exercises/set.html", {"page": page, "set": page.set}, block=block)
+
+
+def _exercise_url(set_id: str, exercise_id: str) -> str:
+    return f"/exercises/{set_id}/{exercise_id}"
+
+
+@router.get("/{set_id}/{exercise_id}", response_class=HTMLResponse)
+def exercise_page(set_id: str, exercise_id: str, request: Request, session: SessionDep, user: OptionalUser) -> Response:
+    lab_id = _labs(session).get(exercise_id)
+    page = service.exercise_page(set_id, exercise_id, user.id if user else None, lab_id, session=session)
+    return render(request, "exercises/exercise.html", {"page": page, "lab_id": lab_id, "errors": {}})
+
+
+def _part_response(
+    request: Request,
+    session: SessionDep,
+    user_id: int,
+    set_id: str,
+    part: progress.PartView,
+    *,
+    error: str | None = None,
+    correct: bool | None = None,
+) -> Response:
+    if _partial(request):
+        lab_id = _labs(session).get(part.exercise_id)
+        page = service.exercise_page(set_id, part.exercise_id, user_id, lab_id, session=session)
+        context = {"set_id": set_id, "part": part, "error": error, "correct": correct, "badges": page.badges}
+        return render(request, "exercises/_part.html", context, status_code=422 if error else 200)
+    return RedirectResponse(f"{_exercise_url(set_id, part.exercise_id)}#part-{part.id}", status_code=303)
+
+
+@router.post("/{set_id}/{exercise_id}/parts/{part_id}/answer", response_class=HTMLResponse)
+def answer(
+    set_id: str,
+    exercise_id: str,
+    part_id: str,
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    value: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    service.exercise_in_set(set_id, exercise_id, session=session)
+    try:
+        result = progress.answer_part(exercise_id, part_id, user.id, value, session=session, now=utcnow())
+    except InvalidInput as exc:
+        exercise = progress.get_exercise(exercise_id, session=session)
+        part = progress.part_view(exercise, part_id, user.id, session=session)
+        if _partial(request):
+            return _part_response(request, session, user.id, set_id, part, error=exc.message)
+        lab_id = _labs(session).get(exercise_id)
+        page = service.exercise_page(set_id, exercise_id, user.id, lab_id, session=session)
+        context = {"page": page, "lab_id": lab_id, "errors": {part_id: exc.message}}
+        return render(request, "exercises/exercise.html", context, status_code=422)
+    return _part_response(request, session, user.id, set_id, result.part, correct=result.correct)
+
+
+@router.post("/{set_id}/{exercise_id}/parts/{part_id}/reveal", response_class=HTMLResponse)
+def reveal(
+    set_id: str, exercise_id: str, part_id: str, request: Request, session: SessionDep, user: CurrentUser
+) -> Response:
+    service.exercise_in_set(set_id, exercise_id, session=session)
+    part = progress.reveal_part(exercise_id, part_id, user.id, session=session, now=utcnow())
+    return _part_response(request, session, user.id, set_id, part)
+
+
+def _notes_response(
+    request: Request, set_id: str, exercise_id: str, *, session: SessionDep, user_id: int, saved: str
+) -> Response:
+    if _partial(request):
+        note = progress.get_note(exercise_id, user_id, session=session)
+        context = {"set_id": set_id, "exercise_id": exercise_id, "note": note, "saved": saved}
+        return render(request, "exercises/_notes.html", context)
+    return RedirectResponse(f"{_exercise_url(set_id, exercise_id)}#notes", status_code=303)
+
+
+@router.post("/{set_id}/{exercise_id}/notes", response_class=HTMLResponse)
+def notes(
+    set_id: str,
+    exercise_id: str,
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    notes: Annotated[str, Form()] = "",
+) -> Response:
+    service.exercise_in_set(set_id, exercise_id, session=session)
+    progress.save_notes(exercise_id, user.id, notes, session=session, now=utcnow())
+    return _notes_response(request, set_id, exercise_id, session=session, user_id=user.id, saved="Notes saved.")
+
+
+@router.post("/{set_id}/{exercise_id}/done", response_class=HTMLResponse)
+def done(
+    set_id: str,
+    exercise_id: str,
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    done: Annotated[bool, Form()] = True,
+) -> Response:
+    service.exercise_in_set(set_id, exercise_id, session=session)
+    progress.set_done(exercise_id, user.id, done, session=session, now=utcnow())
+    message = "Marked as done." if done else "Marked as not done."
+    return _notes_response(request, set_id, exercise_id, session=session, user_id=user.id, saved=message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -74,11 +75,7 @@ def parse(form: SettingsForm) -> Prefs:
         retention = -1.0
     if not low <= retention <= high:
         raise InvalidInput(f"Desired retention must be between {low:.2f} and {high:.2f}.", field="desired_retention")
-    try:
-        ZoneInfo(form.time_zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        message = f"Unknown time zone '{form.time_zone}'; use a name like Europe/Paris."
-        raise InvalidInput(message, field="time_zone") from None
+    check_zone(form.time_zone)
     return Prefs(
         desired_retention=round(retention, 3),
         learning_steps=_steps(form.learning_steps, "learning_steps"),
@@ -106,5 +103,41 @@ def steps_text(minutes: tuple[int, ...]) -> str:
     return " ".join(f"{m // 1440}d" if m % 1440 == 0 else f"{m // 60}h" if m % 60 == 0 else f"{m}m" for m in minutes)
 
 
+@cache
 def time_zones() -> list[str]:
+    """The zone names a student chooses from (the IANA database's, as Python has it)."""
     return sorted(available_timezones())
+
+
+def check_zone(name: str) -> str:
+    """``name`` if it is a time zone of the list; InvalidInput (field ``time_zone``) otherwise."""
+    if name != "UTC" and name not in time_zones():
+        message = f"Unknown time zone '{name}'; choose one from the list, like Europe/Paris."
+        raise InvalidInput(message, field="time_zone")
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInput(f"Unknown time zone '{name}'; choose one from the list.", field="time_zone") from None
+    return name
+
+
+def zone_of(user_id: int, *, session: Session) -> str:
+    """The student's time zone: what every time on the site is shown in, and where the study day starts."""
+    zone = session.scalar(select(StudySettings.time_zone).where(StudySettings.user_id == user_id))
+    return zone or "UTC"
+
+
+def set_time_zone(user_id: int, zone: str, *, session: Session) -> None:
+    """Set the student's time zone (checked), keeping their other settings."""
+    row = session.get(StudySettings, user_id)
+    if row is None:
+        defaults = Prefs()
+        row = StudySettings(
+            user_id=user_id, desired_retention=defaults.desired_retention, new_per_day=defaults.new_per_day,
+            reviews_per_day=defaults.reviews_per_day, learning_steps=list(defaults.learning_steps),
+            relearning_steps=list(defaults.relearning_steps),
+        )  # fmt: skip
+    row.time_zone = check_zone(zone)
+    row.updated_at = utcnow()
+    session.add(row)
+    session.flush()

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, SessionDep
 from app.errors import Conflict, InvalidInput
-from app.flashcards import charts, export, preferences, service, study
+from app.flashcards import charts, export, missed, preferences, service, study
 from app.flashcards.scheduling import RATING_MAP, format_interval
 from app.web.templating import render
 
@@ -72,6 +72,42 @@ def save_settings(
     except InvalidInput as exc:
         return _settings(request, form, error=exc.message, field=exc.field)
     return _settings(request, form, notice="Settings saved.")
+
+
+def _missed(request: Request, user_id: int, attempt: int | None, session: Any, notice: str | None = None,
+            status_code: int = 200) -> HTMLResponse:  # fmt: skip
+    view = missed.focus_view(user_id, session=session, now=utcnow(), attempt_id=attempt)
+    ctx = {
+        "view": view, "attempt": attempt, "notice": notice, "names": RATING_NAMES,
+        "intervals": {raw: format_interval(d) for raw, d in view.intervals.items()},
+    }  # fmt: skip
+    block = "reviewer" if _is_htmx(request) else None
+    return render(request, "flashcards/missed.html", ctx, block=block, status_code=status_code)
+
+
+@router.get("/missed", response_class=HTMLResponse)
+def missed_page(
+    request: Request, session: SessionDep, user: CurrentUser, attempt: Annotated[int | None, Query()] = None
+) -> HTMLResponse:
+    """Study only the cards of missed quiz questions (one attempt's, or all still pending)."""
+    return _missed(request, user.id, attempt, session)
+
+
+@router.post("/missed/rate", response_class=HTMLResponse)
+def missed_rate(
+    request: Request, session: SessionDep, user: CurrentUser,
+    card_id: Annotated[str, Form(max_length=80)], rating: Annotated[int, Form(ge=1, le=5)],
+    version: Annotated[int, Form()], duration_ms: Annotated[int | None, Form(ge=0, le=86_400_000)] = None,
+    attempt: Annotated[int | None, Form()] = None,
+) -> Response:  # fmt: skip
+    try:
+        study.rate(user.id, card_id, rating, session=session, now=utcnow(), duration_ms=duration_ms,
+                   expected_version=version, fuzz=fuzzing(request))  # fmt: skip
+    except Conflict as exc:
+        return _missed(request, user.id, attempt, session, exc.message, status_code=409)
+    if not _is_htmx(request):
+        return RedirectResponse("/flashcards/missed" + (f"?attempt={attempt}" if attempt else ""), status_code=303)
+    return _missed(request, user.id, attempt, session)
 
 
 @router.get("/{deck_id}", response_class=HTMLResponse)

@@ -8,10 +8,10 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.deps import ApiUser, SessionDep
 from app.labs import catalog, service
+from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.schemas import LabDetailOut, LabOut, SubmissionCreated, SubmissionIn, SubmissionOut
-from app.labs.views import content_dir, limits
-from labs.spec import Lab
+from app.labs.views import limits
 
 router = APIRouter(prefix="/api/v1", tags=["api: labs"])
 
@@ -41,13 +41,13 @@ def submission_out(submission: Submission, lab: Lab, *, session: Session) -> Sub
 
 
 @router.get("/labs")
-def list_labs(request: Request) -> list[LabOut]:
-    return [_lab(lab) for lab in catalog.all_labs(content_dir(request)).values()]
+def list_labs(session: SessionDep) -> list[LabOut]:
+    return [_lab(lab) for lab in catalog.all_labs(session).values()]
 
 
 @router.get("/labs/{lab_id}")
-def get_lab(lab_id: str, request: Request) -> LabDetailOut:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+def get_lab(lab_id: str, session: SessionDep) -> LabDetailOut:
+    lab = catalog.get_lab(session, lab_id)
     s = lab.spec
     return LabDetailOut(
         **_lab(lab).model_dump(),
@@ -63,7 +63,7 @@ def get_lab(lab_id: str, request: Request) -> LabDetailOut:
 
 @router.post("/labs/{lab_id}/submissions", status_code=202)
 def submit(lab_id: str, body: SubmissionIn, request: Request, session: SessionDep, user: ApiUser) -> SubmissionCreated:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     submission = service.submit(lab, user, body.code, session=session, now=utcnow(), limits=limits(request))
     return SubmissionCreated(id=submission.id, status=submission.status.value)
 
@@ -71,5 +71,5 @@ def submit(lab_id: str, body: SubmissionIn, request: Request, session: SessionDe
 @router.get("/submissions/{submission_id}")
 def get_submission(submission_id: int, request: Request, session: SessionDep, user: ApiUser) -> SubmissionOut:
     submission = service.get_submission(submission_id, user, session=session)
-    lab = catalog.get_lab(content_dir(request), submission.lab_id)
+    lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
     return submission_out(submission, lab, session=session)

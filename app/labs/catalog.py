@@ -1,54 +1,108 @@
-"""The labs in ``content/labs``, read from their ``lab.yaml`` on demand (torch-free, never the checks)."""
+"""The labs students see, as last synced into the database (``ringlab content sync``).
+
+Torch-free, and it never runs lab code. Pages and the API read the current version of
+each lab; a submission's page and the worker read the version it was submitted to. A lab
+folder broken on disk is refused by the sync, so the last good version keeps serving.
+"""
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.content import records as r
 from app.errors import NotFound
-from labs.spec import Lab, load_labs
+from labs.spec import LabSpec
 
 _lock = threading.Lock()
-_cache: dict[Path, tuple[float, dict[str, Lab]]] = {}
+_versions: OrderedDict[tuple[str, int], PublishedLab] = OrderedDict()  # a version never changes once stored
+CACHED_VERSIONS = 64
 
 
-def _stamp(root: Path) -> float:
-    # Any edited lab.yaml (or an added folder) changes the newest mtime: reload then, else reuse.
-    stamps = [root.stat().st_mtime] + [p.stat().st_mtime for p in root.glob("*/lab.yaml")]
-    return max(stamps)
+@dataclass(frozen=True)
+class PublishedLab:
+    """One stored version of a lab. ``files`` holds the trusted ones too: never render them."""
+
+    spec: LabSpec
+    version: int
+    digest: str
+    files: Mapping[str, str]
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def statement(self) -> str:
+        return self.files.get("statement.md", "")
+
+    @property
+    def starter(self) -> str:
+        return self.files.get("starter.py", "")
 
 
-def all_labs(content_dir: Path) -> dict[str, Lab]:
-    """Every lab under ``content_dir/labs`` by id, in id order; {} if there is no labs folder."""
-    root = Path(content_dir) / "labs"
-    if not root.is_dir():
-        return {}
-    stamp = _stamp(root)
+def lab_version(session: Session, lab_id: str, version: int) -> PublishedLab | None:
+    """That version of the lab, retired or not; None if it was never synced."""
+    key = (lab_id, version)
     with _lock:
-        cached = _cache.get(root)
-        if cached is None or cached[0] != stamp:
-            cached = (stamp, dict(sorted(load_labs(root).items())))
-            _cache[root] = cached
-        return cached[1]
+        if key in _versions:
+            _versions.move_to_end(key)
+            return _versions[key]
+    row = session.scalars(
+        select(r.LabVersion).where(r.LabVersion.lab_id == lab_id, r.LabVersion.version == version)
+    ).first()
+    if row is None:
+        return None
+    lab = PublishedLab(LabSpec.model_validate(row.spec), row.version, row.digest, dict(row.files))
+    with _lock:
+        _versions[key] = lab
+        while len(_versions) > CACHED_VERSIONS:
+            _versions.popitem(last=False)
+    return lab
 
 
-def get_lab(content_dir: Path, lab_id: str) -> Lab:
-    lab = all_labs(content_dir).get(lab_id)
+def current_versions(session: Session) -> dict[str, int]:
+    """Each live lab's current version, in id order."""
+    query = select(r.Lab.id, r.Lab.version).where(r.Lab.retired_at.is_(None)).order_by(r.Lab.id)
+    return {lab_id: version for lab_id, version in session.execute(query)}
+
+
+def all_labs(session: Session) -> dict[str, PublishedLab]:
+    """Every live lab by id, in id order, at its current version."""
+    labs = {}
+    for lab_id, version in current_versions(session).items():
+        lab = lab_version(session, lab_id, version)
+        if lab is not None:
+            labs[lab_id] = lab
+    return labs
+
+
+def get_lab(session: Session, lab_id: str) -> PublishedLab:
+    """The live lab's current version, or NotFound."""
+    version = session.scalar(select(r.Lab.version).where(r.Lab.id == lab_id, r.Lab.retired_at.is_(None)))
+    lab = lab_version(session, lab_id, version) if version is not None else None
     if lab is None:
         raise NotFound(f"There is no lab '{lab_id}'. The list of labs is at /labs.")
     return lab
 
 
-def lab_for_exercise(content_dir: Path, exercise_id: str) -> Lab | None:
-    return next((lab for lab in all_labs(content_dir).values() if lab.spec.exercise == exercise_id), None)
+def submitted_lab(session: Session, lab_id: str, version: int | None) -> PublishedLab:
+    """The lab a submission was made to: its version if recorded, else the current one."""
+    lab = lab_version(session, lab_id, version) if version is not None else None
+    return lab if lab is not None else get_lab(session, lab_id)
 
 
-def gpus_needed(lab: Lab) -> int:
+def gpus_needed(lab: PublishedLab) -> int:
     """GPUs a worker must have to take this lab's jobs: one per rank for GPU-only labs, else none."""
     return max(lab.spec.world_sizes) if lab.spec.needs_gpu else 0
 
 
-def choose_backend(lab: Lab, gpu_count: int) -> str:
+def choose_backend(lab: PublishedLab, gpu_count: int) -> str:
     """NCCL, one GPU per rank, when the lab allows it and the worker has enough GPUs; gloo otherwise."""
     backends = lab.spec.backends
     if "nccl" in backends and gpu_count >= max(lab.spec.world_sizes):

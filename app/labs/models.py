@@ -31,6 +31,8 @@ class Submission(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     lab_id: Mapped[str] = mapped_column(String(80))
+    # The lab version it was submitted to (lab_versions): graded against that, whatever was synced since.
+    lab_version: Mapped[int | None] = mapped_column(Integer)
     code: Mapped[str] = mapped_column(Text)
     status: Mapped[SubmissionStatus] = mapped_column(
         Enum(SubmissionStatus, native_enum=False, length=16), default=SubmissionStatus.queued
@@ -61,7 +63,7 @@ class Submission(Base):
 
 
 class LabWorker(Base):
-    """A grading worker as it advertised itself; ``last_seen_at`` says whether it is alive."""
+    """A grading worker as it advertised itself; alive while ``last_seen_at`` is recent and it has not stopped."""
 
     __tablename__ = "lab_workers"
 
@@ -72,5 +74,6 @@ class LabWorker(Base):
     gpu_count: Mapped[int] = mapped_column(Integer, default=0)
     sandboxed: Mapped[bool] = mapped_column(Boolean, default=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)  # its heartbeat
+    stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # it stopped, or its supervisor saw it die
     graded: Mapped[int] = mapped_column(Integer, default=0)

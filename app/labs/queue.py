@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import CursorResult, select, update
@@ -19,6 +20,8 @@ from sqlalchemy.orm import Session
 from app.labs.models import LabWorker, Submission, SubmissionStatus
 
 S = Submission
+HEARTBEAT_S = 10.0  # a worker writes its heartbeat this often, idle or grading
+ALIVE_S = 3 * HEARTBEAT_S  # shown alive while its last heartbeat is this recent
 STUDENT_FAULT = {"compile_error", "runtime_error", "crashed", "time_limit", "deadlock", "memory_limit"}
 INFRA = {"refused", "internal_error"}
 
@@ -41,6 +44,8 @@ class Job:
     lab_id: str
     code: str
     attempt: int
+    lab_version: int | None = None  # None: submitted before labs were versioned; graded on the current one
+    lab_dir: Path | None = None  # where the worker materialised that version, once it has
 
 
 def register(capacity: Capacity, *, session: Session, now: datetime) -> None:
@@ -52,6 +57,7 @@ def register(capacity: Capacity, *, session: Session, now: datetime) -> None:
         "gpu_count": capacity.gpu_count,
         "sandboxed": capacity.sandboxed,
         "last_seen_at": now,
+        "stopped_at": None,
     }
     found = _rows(session.execute(update(LabWorker).where(LabWorker.id == capacity.worker_id).values(**values)))
     if not found:
@@ -60,7 +66,39 @@ def register(capacity: Capacity, *, session: Session, now: datetime) -> None:
 
 
 def seen(worker_id: str, *, session: Session, now: datetime) -> None:
+    """The worker's heartbeat: it is shown alive only while this keeps coming."""
     session.execute(update(LabWorker).where(LabWorker.id == worker_id).values(last_seen_at=now))
+
+
+def release(worker_id: str, *, session: Session, now: datetime, max_attempts: int) -> int:
+    """A worker is known to be dead (its supervisor saw it exit): its jobs go back to the queue now,
+    without waiting for their leases, keeping their attempt count (out of attempts: our error).
+    Returns how many jobs it held."""
+    held = (S.status == SubmissionStatus.running) & (S.worker_id == worker_id)
+    back = _rows(
+        session.execute(
+            update(S)
+            .where(held, S.attempts < max_attempts)
+            .values(status=SubmissionStatus.queued, worker_id=None, heartbeat_at=None)
+            .execution_options(synchronize_session=False)
+        )
+    )
+    verdict = _ours(f"the grading worker died {max_attempts} times while grading it; an instructor can re-grade it")
+    given_up = _rows(
+        session.execute(
+            update(S)
+            .where(held, S.attempts >= max_attempts)
+            .values(status=SubmissionStatus.error, worker_id=None, finished_at=now, verdict=verdict)
+            .execution_options(synchronize_session=False)
+        )
+    )
+    stopped(worker_id, session=session, now=now)
+    return back + given_up
+
+
+def stopped(worker_id: str, *, session: Session, now: datetime) -> None:
+    """The worker is gone (a clean stop, or its supervisor saw it die): no longer shown alive."""
+    session.execute(update(LabWorker).where(LabWorker.id == worker_id).values(stopped_at=now))
 
 
 def _rows(result: Any) -> int:
@@ -123,12 +161,12 @@ def claim(capacity: Capacity, *, session: Session, now: datetime, lease_s: float
             started_at=now,
             heartbeat_at=now,
         )
-        .returning(S.id, S.lab_id, S.code, S.attempts)
+        .returning(S.id, S.lab_id, S.code, S.attempts, S.lab_version)
         .execution_options(synchronize_session=False)
     ).first()
     if row is not None:
         seen(capacity.worker_id, session=session, now=now)
-    return None if row is None else Job(row.id, row.lab_id, row.code, row.attempts)
+    return None if row is None else Job(row.id, row.lab_id, row.code, row.attempts, row.lab_version)
 
 
 def renew(job_id: int, worker_id: str, *, session: Session, now: datetime) -> bool:
@@ -158,12 +196,13 @@ def finish(
     """Write the verdict, in the caller's one transaction, if this worker still holds the lease.
 
     Our own failures (sandbox refused, grader error) put the job back in the queue until
-    ``max_attempts`` claims have been spent, then mark it ``error``; they never score.
+    ``max_attempts`` claims have been spent, then mark it ``error``; they never score. A verdict
+    marked ``final`` (the lab itself cannot be loaded: retrying cannot help) is an ``error`` at once.
     Returns the new status, or None if the lease was lost (another worker grades it).
     """
     status = outcome(str(verdict.get("status")))
     held = (S.id == job.id) & (S.worker_id == worker_id) & (S.status == SubmissionStatus.running)
-    if status is None and job.attempt < max_attempts:
+    if status is None and job.attempt < max_attempts and not verdict.get("final"):
         values: dict[str, Any] = {"status": SubmissionStatus.queued, "worker_id": None, "heartbeat_at": None}
         status = SubmissionStatus.queued
     elif status is None:

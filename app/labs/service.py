@@ -11,13 +11,15 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
-from app.errors import Conflict, DomainError, NotFound, RateLimited
+from app.content.records import Lab as LabRow
+from app.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimited
 from app.labs import wake
+from app.labs.catalog import PublishedLab as Lab
 from app.labs.catalog import gpus_needed
 from app.labs.models import IN_FLIGHT, LabWorker, Submission, SubmissionStatus
+from app.labs.queue import ALIVE_S
 from app.labs.settings import LabSettings
 from app.web.auth import Principal
-from labs.spec import Lab
 
 S = Submission
 
@@ -44,6 +46,11 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
         raise TooLarge(f"The code is {size} bytes; a submission may be at most {limits.max_code_bytes // 1024} KiB.")
     if not code.strip():
         raise DomainError("The submission is empty: paste your code or upload a .py file.", field="code")
+    if "\0" in code:  # PostgreSQL cannot store it, and Python cannot compile it: say so now, on every database
+        line = code.count("\n", 0, code.index("\0")) + 1
+        raise InvalidInput(
+            f"The file contains a NUL byte (line {line}): save it as plain UTF-8 text without NUL bytes.", field="code"
+        )
     # A no-op write on the student's row: it serialises this student's submissions (a row lock on
     # PostgreSQL, the write lock on SQLite), so two quick clicks cannot both pass the checks below.
     lock = update(User).where(User.id == user.id).values(id=User.id)
@@ -63,6 +70,7 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
     submission = S(
         user_id=user.id,
         lab_id=lab.id,
+        lab_version=lab.version,
         code=code,
         status=SubmissionStatus.queued,
         gpus_needed=gpus_needed(lab),
@@ -92,14 +100,6 @@ def history(lab_id: str, user_id: int, *, session: Session, limit: int = 50) -> 
     return list(session.scalars(query))
 
 
-def all_submissions(lab_id: str, *, session: Session, limit: int = 500) -> list[tuple[Submission, str]]:
-    """Every student's submissions to a lab, newest first, with the author's username (instructors)."""
-    query = (
-        select(S, User.username).join(User, User.id == S.user_id).where(S.lab_id == lab_id).order_by(S.id.desc())
-    ).limit(limit)
-    return [(s, name) for s, name in session.execute(query).all()]
-
-
 def position(submission: Submission, *, session: Session) -> int | None:
     """1 for the next job to be claimed; None once it is no longer queued."""
     if submission.status != SubmissionStatus.queued:
@@ -110,7 +110,9 @@ def position(submission: Submission, *, session: Session) -> int | None:
 
 
 def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, now: datetime) -> int:
-    """Queue submissions again (by id, or every one of the lab when None); running ones are left alone."""
+    """Queue submissions again (by id, or every one of the lab when None); running ones are left alone.
+
+    A re-grade is against the lab's current version: that is why an instructor re-grades (fixed checks)."""
     query = update(S).where(S.lab_id == lab_id, S.status.not_in(IN_FLIGHT))
     if submission_ids is not None:
         query = query.where(S.id.in_(submission_ids))
@@ -124,6 +126,7 @@ def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, 
             heartbeat_at=None,
             finished_at=None,
             regrades=S.regrades + 1,
+            lab_version=select(LabRow.version).where(LabRow.id == S.lab_id).scalar_subquery(),
         ).execution_options(synchronize_session=False)
     )
     session.expire_all()
@@ -133,14 +136,10 @@ def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, 
     return queued
 
 
-def workers(*, session: Session, now: datetime, alive_s: float = 180) -> list[LabWorker]:
-    return list(
-        session.scalars(
-            select(LabWorker)
-            .where(LabWorker.last_seen_at > now - timedelta(seconds=alive_s))
-            .order_by(LabWorker.started_at)
-        )
-    )
+def workers(*, session: Session, now: datetime, alive_s: float = ALIVE_S) -> list[LabWorker]:
+    """The workers alive now: heartbeating within ``alive_s`` and not stopped (or seen dead)."""
+    alive = (LabWorker.last_seen_at > now - timedelta(seconds=alive_s)) & LabWorker.stopped_at.is_(None)
+    return list(session.scalars(select(LabWorker).where(alive).order_by(LabWorker.started_at)))
 
 
 def checks(submission: Submission, lab: Lab) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ class LabSettings(BaseSettings):
     lab_lease_s: float = 30.0  # a running job whose lease is older goes back to the queue
     lab_max_attempts: int = 3  # claims per submission before it is marked an error (ours)
     worker_pool_size: int = 1  # warm sandboxes per worker
+    health_max_queue_age_s: float = 300.0  # /healthz is 503 once the oldest queued job is older
 
     def embedded(self, database_url: str) -> bool:
         if self.embedded_worker is not None:

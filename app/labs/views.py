@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
@@ -14,21 +13,18 @@ from app.content.markdown import render as markdown
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep
 from app.errors import DomainError
-from app.labs import catalog, service, wire
+from app.instructors import exports
+from app.labs import catalog, review, service, wire
+from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
 from app.web.templating import render, templates
-from labs.spec import Lab
 
 router = APIRouter(prefix="/labs", tags=["labs"])
 # htmx events, named once: the history table reloads when a result arrives.
 EVENT_CHANGED = "labs-submission-changed"
 POLL_MS = 300
 NO_STORE = {"Cache-Control": "no-store"}
-
-
-def content_dir(request: Request) -> Path:
-    return Path(request.app.state.settings.content_dir)
 
 
 def limits(request: Request) -> service.Limits:
@@ -75,17 +71,22 @@ def _lab_page(request: Request, lab: Lab, user: Any, current: Submission | None,
 
 
 @router.get("", response_class=HTMLResponse)
-def lab_list(request: Request) -> HTMLResponse:
-    return render(request, "labs/list.html", {"labs": list(catalog.all_labs(content_dir(request)).values())})
+def lab_list(request: Request, session: SessionDep) -> HTMLResponse:
+    return render(request, "labs/list.html", {"labs": list(catalog.all_labs(session).values())})
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(submission_id: int, request: Request, session: SessionDep, user: CurrentUser) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
-    lab = catalog.get_lab(content_dir(request), submission.lab_id)
-    if _partial(request):
-        response = render(request, "labs/lab.html", {"result": result_view(submission, lab, session=session),
-                                                     "lab": lab}, block="result")  # fmt: skip
+    lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
+    # An instructor looking at a student's work: named as theirs, read-only, no Submit.
+    author = review.author_name(submission, session=session) if submission.user_id != user.id else None
+    result = result_view(submission, lab, session=session)
+    if author is not None and not _partial(request):
+        context = {"lab": lab, "submission": submission, "author": author, "result": result}
+        response = render(request, "labs/review_submission.html", context)
+    elif _partial(request):
+        response = render(request, "labs/lab.html", {"result": result, "lab": lab, "author": author}, block="result")
         if submission.done:
             response.headers["HX-Trigger"] = EVENT_CHANGED
     else:
@@ -103,7 +104,7 @@ def regrade_one(submission_id: int, request: Request, session: SessionDep, user:
 
 @router.get("/{lab_id}", response_class=HTMLResponse)
 def lab_page(lab_id: str, request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     latest = service.history(lab.id, user.id, session=session, limit=1) if user else []
     return render(
         request, "labs/lab.html", _lab_page(request, lab, user, latest[0] if latest else None, session=session)
@@ -111,8 +112,8 @@ def lab_page(lab_id: str, request: Request, session: SessionDep, user: OptionalU
 
 
 @router.get("/{lab_id}/starter.py", response_class=PlainTextResponse)
-def starter(lab_id: str, request: Request) -> PlainTextResponse:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+def starter(lab_id: str, session: SessionDep) -> PlainTextResponse:
+    lab = catalog.get_lab(session, lab_id)
     disposition = f'attachment; filename="{lab.id.replace("-", "_")}.py"'
     return PlainTextResponse(lab.starter, media_type="text/x-python", headers={"Content-Disposition": disposition})
 
@@ -126,7 +127,7 @@ async def submit(
     code: Annotated[str, Form()] = "",
     upload: Annotated[UploadFile | None, File()] = None,
 ) -> Response:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     if upload is not None and upload.filename:
         raw = await upload.read(limits(request).max_code_bytes + 1)
         try:
@@ -144,7 +145,7 @@ async def submit(
 
 @router.get("/{lab_id}/history", response_class=HTMLResponse)
 def history(lab_id: str, request: Request, session: SessionDep, user: CurrentUser) -> HTMLResponse:
-    lab = catalog.get_lab(content_dir(request), lab_id)
+    lab = catalog.get_lab(session, lab_id)
     context = {"lab": lab, "history": service.history(lab.id, user.id, session=session)}
     response = render(request, "labs/lab.html", context, block="history")
     response.headers.update(NO_STORE)
@@ -152,18 +153,48 @@ def history(lab_id: str, request: Request, session: SessionDep, user: CurrentUse
 
 
 @router.get("/{lab_id}/all", response_class=HTMLResponse)
-def all_submissions(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
-    lab = catalog.get_lab(content_dir(request), lab_id)
-    rows = service.all_submissions(lab.id, session=session)
-    context = {"lab": lab, "rows": rows, "workers": service.workers(session=session, now=utcnow())}
-    return render(request, "labs/submissions.html", context)
+def all_submissions(
+    lab_id: str,
+    request: Request,
+    session: SessionDep,
+    user: RequireInstructor,
+    student: Annotated[str, Query(max_length=40)] = "",
+    status: Annotated[str, Query(max_length=16)] = "",
+    best: bool = False,
+    page: Annotated[int, Query(ge=1)] = 1,
+    queued: Annotated[int | None, Query(ge=0)] = None,
+) -> HTMLResponse:
+    lab = catalog.get_lab(session, lab_id)
+    found = review.review(lab.id, review.Filters(student, status, best, page), session=session)
+    context = {"lab": lab, "page": found, "queued": queued, "statuses": review.STATUSES, "poll_ms": 1000,
+               "workers": service.workers(session=session, now=utcnow())}  # fmt: skip
+    response = render(request, "labs/submissions.html", context, block="rows" if _partial(request) else None)
+    response.headers.update(NO_STORE)
+    return response
+
+
+@router.get("/{lab_id}/submissions.csv")
+def submissions_csv(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
+    lab = catalog.get_lab(session, lab_id)
+    records = exports.submission_records(review.every_submission(lab.id, session=session), lab.spec.due)
+    return exports.csv_response(exports.to_csv(exports.SUBMISSION_FIELDS, records), f"{lab.id}-submissions.csv")
 
 
 @router.post("/{lab_id}/regrade")
-def regrade_all(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
-    lab = catalog.get_lab(content_dir(request), lab_id)
-    service.regrade(None, lab.id, session=session, now=utcnow())
-    return _back(request, f"/labs/{lab.id}/all")
+def regrade_all(
+    lab_id: str,
+    request: Request,
+    session: SessionDep,
+    user: RequireInstructor,
+    confirm: Annotated[str, Form()] = "",
+) -> Response:
+    """Without ``confirm=yes``, a page that says how many jobs it would queue and asks first."""
+    lab = catalog.get_lab(session, lab_id)
+    if confirm != "yes":
+        count = review.regradable(lab.id, session=session)
+        return render(request, "labs/regrade_confirm.html", {"lab": lab, "count": count})
+    queued = service.regrade(None, lab.id, session=session, now=utcnow())
+    return _back(request, f"/labs/{lab.id}/all?queued={queued}")
 
 
 def _back(request: Request, url: str) -> Response:
@@ -172,12 +203,18 @@ def _back(request: Request, url: str) -> Response:
     return RedirectResponse(url, status_code=303)
 
 
-def _lab_for_exercise(request: Request, exercise_id: str) -> Lab | None:
-    return catalog.lab_for_exercise(content_dir(request), exercise_id)
-
-
 def _labs(request: Request) -> list[Lab]:
-    return list(catalog.all_labs(content_dir(request)).values())
+    """The live labs, read once per request (an exercise set page asks for each of its exercises)."""
+    labs: list[Lab] | None = getattr(request.state, "live_labs", None)
+    if labs is None:
+        with request.app.state.readers() as session:
+            labs = list(catalog.all_labs(session).values())
+        request.state.live_labs = labs
+    return labs
+
+
+def _lab_for_exercise(request: Request, exercise_id: str) -> Lab | None:
+    return next((lab for lab in _labs(request) if lab.spec.exercise == exercise_id), None)
 
 
 # The exercise pages link to their labs without the exercises package knowing about labs.

@@ -15,7 +15,7 @@ router = APIRouter(prefix="/api/v1", tags=["api: quizzes"])
 
 
 def _result(attempt: QuizAttempt, *, session: Session) -> ResultOut:
-    page = service.result_page(attempt, session=session)
+    page = service.result_page(attempt, session=session, now=utcnow())
     r = page.result
     assert attempt.submitted_at is not None
     return ResultOut.model_validate(
@@ -26,14 +26,16 @@ def _result(attempt: QuizAttempt, *, session: Session) -> ResultOut:
                 {
                     "id": i.question.id,
                     "choice": i.choice,
-                    "answer": i.answer,
-                    "correct": i.correct,
-                    "explanation": i.explanation_text,
+                    "answer": i.answer if page.key_shown else None,
+                    "correct": i.correct if page.key_shown else None,
+                    "explanation": i.explanation_text if page.key_shown else None,
                 }
                 for i in page.items
             ],
             "submitted_at": attempt.submitted_at,
             "auto_submitted": attempt.auto_submitted,
+            "key_shown": page.key_shown,
+            "late": page.late,
         }
     )
 

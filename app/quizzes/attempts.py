@@ -12,7 +12,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, or_, select, update
+from sqlalchemy import CursorResult, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
@@ -29,6 +29,10 @@ class AttemptClosed(Conflict):
 
 class DeadlinePassed(AttemptClosed):
     """An answer arrived after the attempt's deadline."""
+
+
+class NoAttemptsLeft(Conflict):
+    """The student has used every attempt the quiz allows (``max_attempts``)."""
 
 
 def _quiz(quiz_id: str, *, session: Session) -> Quiz:
@@ -81,6 +85,14 @@ def start_attempt(quiz_id: str, user_id: int, *, session: Session, now: datetime
             _finalize(attempt, session=session, now=now)
         else:
             return attempt, False
+    if quiz.max_attempts is not None:
+        used = session.scalar(
+            select(func.count())
+            .select_from(QuizAttempt)
+            .where(QuizAttempt.user_id == user_id, QuizAttempt.quiz_id == quiz_id)
+        )
+        if (used or 0) >= quiz.max_attempts:
+            raise NoAttemptsLeft(f"This quiz allows {quiz.max_attempts} attempt(s) and you have used them all.")
     live = session.execute(
         select(Question.id, Question.section_id)
         .where(Question.quiz_id == quiz_id, Question.retired_at.is_(None))
@@ -109,6 +121,14 @@ def get_attempt(attempt_id: int, user_id: int, *, session: Session, now: datetim
     if _expired(attempt, now):
         _finalize(attempt, session=session, now=now)
     return attempt
+
+
+def resume_number(question_ids: list[str], answered: set[str] | dict[str, str]) -> int:
+    """Where a resumed attempt opens: the first question not answered (1-based), else the last (pure)."""
+    for number, qid in enumerate(question_ids, start=1):
+        if qid not in answered:
+            return number
+    return max(len(question_ids), 1)
 
 
 def choices_of(attempt: QuizAttempt, *, session: Session) -> dict[str, str]:

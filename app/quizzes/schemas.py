@@ -51,11 +51,14 @@ class SectionOut(BaseModel):
 
 
 class MarkOut(BaseModel):
+    """One question of a result; ``answer``, ``correct`` and ``explanation`` are null while the
+    quiz's policy hides the key (``show_answers``)."""
+
     id: str
     choice: str | None
-    answer: str
-    correct: bool
-    explanation: str
+    answer: str | None
+    correct: bool | None
+    explanation: str | None
 
 
 class ResultOut(BaseModel):
@@ -68,6 +71,8 @@ class ResultOut(BaseModel):
     questions: list[MarkOut]
     submitted_at: datetime
     auto_submitted: bool
+    key_shown: bool = True
+    late: bool = False
 
 
 class AttemptOut(BaseModel):

@@ -7,15 +7,15 @@ explanation, so no template or API response of an open attempt can leak them by 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from app.content.records import Question, Quiz
+from app.content.records import Card, Question, Quiz
 from app.errors import NotFound
-from app.quizzes import attempts, scoring, statistics
+from app.quizzes import attempts, policy, scoring, statistics
 from app.quizzes.models import QuizAttempt
 
 
@@ -134,6 +134,11 @@ class AttemptPage:
         return [q for q in self.questions if q.id not in self.choices]
 
     @property
+    def resume_number(self) -> int:
+        """Where a resumed attempt opens: the first unanswered question, else the last one."""
+        return attempts.resume_number([q.id for q in self.questions], self.choices)
+
+    @property
     def seconds_left(self) -> int | None:
         if self.attempt.deadline is None:
             return None
@@ -169,6 +174,7 @@ class ReviewItem:
     correct: bool
     explanation_html: str
     explanation_text: str
+    cards: tuple[Card, ...] = ()  # the flashcards that teach this question (its ``cards:``)
 
 
 @dataclass(frozen=True)
@@ -178,10 +184,18 @@ class ResultPage:
     result: dict[str, Any]
     items: tuple[ReviewItem, ...]
     pass_mark: int | None
+    key_shown: bool = True  # the quiz's show_answers policy; an instructor always sees the key
+    late: bool = False
+    student: str | None = None  # set when an instructor reviews someone else's attempt
 
 
-def result_page(attempt: QuizAttempt, *, session: Session) -> ResultPage:
-    """The submitted attempt's frozen result with every question to review."""
+def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, reviewer: bool = False) -> ResultPage:
+    """The submitted attempt's frozen result with every question to review.
+
+    The key and explanations are included only where the quiz's policy allows it at ``now``
+    (or for an instructor, ``reviewer``); a page or API response built from a hidden-key
+    page must not show ``answer``, ``correct`` or ``explanation_*``.
+    """
     if attempt.result is None:
         raise attempts.AttemptClosed("This attempt is still open; submit it to see the result.")
     quiz = session.get(Quiz, attempt.quiz_id)
@@ -189,6 +203,8 @@ def result_page(attempt: QuizAttempt, *, session: Session) -> ResultPage:
     questions = attempts.questions_of(attempt, session=session)
     by_id = {q.id: q for q in questions}
     views = {v.id: v for v in _views(quiz, attempt, questions)}
+    wanted = {c for q in questions for c in (q.card_ids or [])}
+    live = {c.id: c for c in session.scalars(select(Card).where(Card.id.in_(wanted), Card.retired_at.is_(None)))}
     items = tuple(
         ReviewItem(
             views[m["id"]],
@@ -197,12 +213,19 @@ def result_page(attempt: QuizAttempt, *, session: Session) -> ResultPage:
             m["correct"],
             by_id[m["id"]].explanation_html,
             by_id[m["id"]].source.get("explanation", ""),
+            tuple(live[c] for c in (by_id[m["id"]].card_ids or []) if c in live),
         )
         for m in attempt.result["marks"]
         if m["id"] in views
     )
     result = attempt.result
-    return ResultPage(attempt, quiz, result, items, scoring.pass_mark(quiz.passing_score, result["max_score"]))
+    shown = reviewer or policy.key_visible(quiz.show_answers, quiz.due_at, now)
+    if not shown:
+        items = tuple(ReviewItem(i.question, i.choice, "", False, "", "") for i in items)
+    return ResultPage(
+        attempt, quiz, result, items, scoring.pass_mark(quiz.passing_score, result["max_score"]),
+        key_shown=shown, late=policy.is_late(attempt.submitted_at, quiz.due_at),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -213,7 +236,15 @@ class CardToReview:
     flagged_at: datetime
 
 
-def cards_to_review(user_id: int, *, session: Session, since: datetime | None = None) -> list[CardToReview]:
+def hidden_keys(quiz_ids: set[str], *, session: Session, now: datetime) -> set[str]:
+    """The quizzes among ``quiz_ids`` whose answer key students may not see at ``now``."""
+    rows = session.execute(select(Quiz.id, Quiz.show_answers, Quiz.due_at).where(Quiz.id.in_(quiz_ids))).all()
+    return {qid for qid, show, due in rows if not policy.key_visible(show, due, now)}
+
+
+def cards_to_review(
+    user_id: int, *, session: Session, since: datetime | None = None, now: datetime | None = None
+) -> list[CardToReview]:
     """Flashcards named by questions the student got wrong (or left blank) in submitted attempts.
 
     Newest first, one entry per card; ``since`` keeps only attempts submitted after it. The
@@ -223,6 +254,9 @@ def cards_to_review(user_id: int, *, session: Session, since: datetime | None = 
     if since is not None:
         query = query.where(QuizAttempt.submitted_at > since)
     rows = session.scalars(query.order_by(QuizAttempt.submitted_at.desc(), QuizAttempt.id.desc())).all()
+    # Which questions were missed is part of the key: none while the quiz's policy hides it.
+    hidden = hidden_keys({a.quiz_id for a in rows}, session=session, now=now or datetime.now(UTC))
+    rows = [a for a in rows if a.quiz_id not in hidden]
     missed = {(a.id, m["id"]) for a in rows for m in (a.result or {}).get("marks", []) if not m["correct"]}
     cards_of = dict(
         session.execute(select(Question.id, Question.card_ids).where(Question.id.in_({q for _, q in missed}))).all()
@@ -238,17 +272,43 @@ def cards_to_review(user_id: int, *, session: Session, since: datetime | None = 
     return list(seen.values())
 
 
-def quiz_statistics(quiz_id: str, *, session: Session, now: datetime) -> statistics.QuizStats:
-    """Item statistics over every submitted attempt (expired ones are submitted first)."""
+@dataclass(frozen=True)
+class StatisticsPage:
+    stats: statistics.QuizStats
+    questions: dict[str, Question]  # by id: each item's text and options, next to its figures
+    all_attempts: bool
+
+
+def first_attempts(results: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each student's first submitted result; ``results`` are (user id, result) oldest first."""
+    seen: set[int] = set()
+    firsts = []
+    for user_id, result in results:
+        if user_id not in seen:
+            seen.add(user_id)
+            firsts.append(result)
+    return firsts
+
+
+def quiz_statistics(quiz_id: str, *, session: Session, now: datetime, all_attempts: bool = False) -> StatisticsPage:
+    """Item statistics over each student's first submitted attempt (or every one with ``all_attempts``).
+
+    First attempts by default: later attempts follow a seen key and would inflate facility.
+    Expired attempts are submitted first.
+    """
     summary = get_quiz(quiz_id, session=session)
     attempts.sweep_expired(session=session, now=now)
-    results = session.scalars(
-        select(QuizAttempt.result).where(QuizAttempt.quiz_id == quiz_id, QuizAttempt.result.is_not(None))
+    rows_ = session.execute(
+        select(QuizAttempt.user_id, QuizAttempt.result)
+        .where(QuizAttempt.quiz_id == quiz_id, QuizAttempt.result.is_not(None))
+        .order_by(QuizAttempt.started_at, QuizAttempt.id)
     ).all()
+    pairs = [(uid, r) for uid, r in rows_ if r]
+    results = [r for _, r in pairs] if all_attempts else first_attempts(pairs)
     rows = {q.id: q for q in session.scalars(_live_questions(quiz_id).order_by(Question.position))}
     order = scoring.question_order([(q.id, q.section_id) for q in rows.values()], summary.quiz.sections)
     items = [
         statistics.ItemInfo(qid, n, [o["key"] for o in rows[qid].options], rows[qid].answer)
         for n, qid in enumerate(order, 1)
     ]
-    return statistics.quiz_stats(summary.quiz.title, items, [r for r in results if r])
+    return StatisticsPage(statistics.quiz_stats(summary.quiz.title, items, results), rows, all_attempts)

@@ -9,6 +9,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, SessionDep, WriteSessionDep
+from app.errors import NotFound
+from app.flashcards import missed
 from app.quizzes import attempts, service
 from app.web.templating import render
 
@@ -44,14 +46,19 @@ def quiz_list(request: Request, session: SessionDep) -> HTMLResponse:
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse)
 def attempt_page(
-    attempt_id: int, request: Request, session: WriteSessionDep, user: CurrentUser, q: Annotated[int, Query()] = 1
+    attempt_id: int,
+    request: Request,
+    session: WriteSessionDep,
+    user: CurrentUser,
+    q: Annotated[int | None, Query()] = None,
 ) -> Response:
     now = utcnow()
     attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)
     if not attempt.is_open:
         return _go(request, _result_url(attempt_id))
     page = service.attempt_page(attempt, session=session, now=now)
-    context = {"page": page, "current": page.question(q), "confirm": False}
+    # Without a question number (a resume), open the first question not yet answered.
+    context = {"page": page, "current": page.question(q or page.resume_number), "confirm": False}
     block = "workspace" if _partial(request) else None
     return _fresh(render(request, "quizzes/attempt.html", context, block=block))
 
@@ -101,17 +108,25 @@ def submit(attempt_id: int, request: Request, session: SessionDep, user: Current
 
 @router.get("/attempts/{attempt_id}/result", response_class=HTMLResponse)
 def result(attempt_id: int, request: Request, session: WriteSessionDep, user: CurrentUser) -> Response:
-    attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=utcnow())
+    now = utcnow()
+    try:
+        attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)
+    except NotFound:
+        if user.is_instructor:  # a student's attempt: the instructor's read-only view of it
+            return _go(request, f"/instructor/attempts/{attempt_id}")
+        raise
     if attempt.is_open:
         return _go(request, f"/quizzes/attempts/{attempt_id}")
-    return render(request, "quizzes/result.html", {"page": service.result_page(attempt, session=session)})
+    page = service.result_page(attempt, session=session, now=now)
+    to_study = missed.pending_cards(user.id, session=session, now=now, attempt_id=attempt_id)
+    return render(request, "quizzes/result.html", {"page": page, "to_study": to_study})
 
 
 @router.get("/{quiz_id}", response_class=HTMLResponse)
 def quiz_intro(quiz_id: str, request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
     summary = service.get_quiz(quiz_id, session=session)
     past = service.history(quiz_id, user.id, session=session, now=utcnow()) if user else []
-    return render(request, "quizzes/intro.html", {"summary": summary, "attempts": past})
+    return render(request, "quizzes/intro.html", {"summary": summary, "attempts": past, "now": utcnow()})
 
 
 @router.post("/{quiz_id}/attempts")
@@ -121,6 +136,13 @@ def start(quiz_id: str, request: Request, session: SessionDep, user: CurrentUser
 
 
 @router.get("/{quiz_id}/statistics", response_class=HTMLResponse)
-def statistics(quiz_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
-    stats = service.quiz_statistics(quiz_id, session=session, now=utcnow())
-    return render(request, "quizzes/statistics.html", {"stats": stats, "quiz_id": quiz_id})
+def statistics(
+    quiz_id: str,
+    request: Request,
+    session: WriteSessionDep,
+    user: RequireInstructor,
+    which: Annotated[str, Query(alias="attempts", pattern="^(first|all)$")] = "first",
+) -> HTMLResponse:
+    page = service.quiz_statistics(quiz_id, session=session, now=utcnow(), all_attempts=which == "all")
+    context = {"stats": page.stats, "questions": page.questions, "all_attempts": page.all_attempts, "quiz_id": quiz_id}
+    return render(request, "quizzes/statistics.html", context)

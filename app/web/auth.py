@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.accounts import service
 from app.accounts.models import Role, User
 from app.db import session_scope, utcnow
+from app.flashcards import preferences
 
 COOKIE = "ringlab_session"
 
@@ -23,14 +24,15 @@ class Principal:
     id: int
     username: str
     role: Role
+    time_zone: str = "UTC"  # every time on a page is shown in it (app.web.templating's ``localtime``)
 
     @property
     def is_instructor(self) -> bool:
         return self.role == Role.instructor
 
     @classmethod
-    def of(cls, user: User) -> Principal:
-        return cls(user.id, user.username, user.role)
+    def of(cls, user: User, time_zone: str = "UTC") -> Principal:
+        return cls(user.id, user.username, user.role, time_zone)
 
 
 class AuthMiddleware:
@@ -46,7 +48,8 @@ class AuthMiddleware:
                 if token:
                     with session_scope(scope["app"].state.readers) as session:
                         user, expired = service.session_user(token, session=session, now=utcnow())
-                        state["user"] = Principal.of(user) if user else None
+                        zone = preferences.zone_of(user.id, session=session) if user else "UTC"
+                        state["user"] = Principal.of(user, zone) if user else None
                         state["session_expired"] = expired
         await self.app(scope, receive, send)
 

@@ -1,19 +1,16 @@
-"""Dashboard, instructor overview and health check."""
+"""Dashboard and health check (the instructor pages are app.instructors)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 
-from app.accounts import stats as account_stats
 from app.content import service as content
 from app.db import utcnow
-from app.deps import OptionalUser, RequireInstructor, SessionDep
-from app.flashcards import study as flashcards
-from app.labs import service as labs
-from app.quizzes import service as quizzes
+from app.deps import OptionalUser, SessionDep
+from app.labs.settings import LabSettings
+from app.web import dashboard as dashboard_service
+from app.web import health
 from app.web.templating import render
 
 router = APIRouter()
@@ -21,34 +18,21 @@ router = APIRouter()
 
 @router.get("/", response_class=HTMLResponse)
 def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    waiting = None
+    board = None
     if user:
-        # What is waiting for this student today.
-        now = utcnow()
-        waiting = {
-            "cards_due": flashcards.cards_due(user.id, session=session, now=now),
-            "quizzes_open": quizzes.quizzes_open(user.id, session=session, now=now),
-            "labs_pending": labs.in_flight(user.id, session=session),
-        }
-    return render(request, "home.html", {"counts": content.live_counts(session), "waiting": waiting})
+        board = dashboard_service.build(user.id, session=session, now=utcnow())
+    return render(request, "home.html", {"counts": content.live_counts(session), "board": board})
 
 
-@router.get("/instructor", response_class=HTMLResponse)
-def instructor(request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
-    context = {"counts": content.live_counts(session), "people": account_stats.people(session=session)}
-    return render(request, "instructor/index.html", context)
+@router.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+def api_docs(request: Request) -> HTMLResponse:
+    """Swagger UI from static/vendor (npm swagger-ui-dist): no CDN, so the page works under the CSP."""
+    return render(request, "api_docs.html")
 
 
 @router.get("/healthz")
 def healthz(request: Request) -> JSONResponse:
-    """200 when the database answers and content has been loaded, 503 otherwise."""
-    checks = {"database": False, "content": False}
-    try:
-        with request.app.state.readers() as session:
-            session.execute(text("SELECT 1"))
-            checks["database"] = True
-            checks["content"] = content.last_sync(session) is not None
-    except SQLAlchemyError:
-        pass
-    ok = all(checks.values())
-    return JSONResponse({"status": "ok" if ok else "unavailable", **checks}, status_code=200 if ok else 503)
+    """200 when the site can do its job, 503 otherwise; a report per component (app.web.health)."""
+    max_age = getattr(request.app.state, "lab_settings", None) or LabSettings()
+    ok, body = health.report(request.app.state, max_queue_age_s=max_age.health_max_queue_age_s)
+    return JSONResponse(body, status_code=200 if ok else 503, headers={"Cache-Control": "no-store"})

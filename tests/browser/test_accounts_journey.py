@@ -36,8 +36,9 @@ def test_sign_up_see_dashboard_navigate_and_sign_out(page: Page) -> None:
     username = new_username()
     sign_up(page, username)
     expect(page).to_have_url(re.compile(r"/$"))
-    expect(page.get_by_role("heading", name=f"Welcome back, {username}")).to_be_visible()
-    expect(page.get_by_text("cards due today")).to_be_visible()
+    # A new account's first visit: "Welcome", not "Welcome back".
+    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
+    expect(page.get_by_text("cards to study today")).to_be_visible()
 
     nav = page.get_by_role("navigation", name="Main")
     for link, heading in (
@@ -65,7 +66,7 @@ def test_sign_in_with_wrong_password_then_right_one(page: Page) -> None:
     expect(page.get_by_label("Username")).to_have_value(username)
 
     sign_in(page, username, "right-password-1")
-    expect(page.get_by_role("heading", name=f"Welcome back, {username}")).to_be_visible()
+    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()  # still its first visit
 
 
 def test_student_is_turned_away_from_instructor_page(page: Page) -> None:

@@ -27,7 +27,7 @@ def sign_up(page: Page) -> None:
     page.get_by_label("Username").fill(f"quizzer{next(_names)}")
     page.get_by_label("Password").fill("a-good-password")
     page.get_by_role("button", name="Sign up").click()
-    expect(page.get_by_role("heading", name=re.compile("Welcome back"))).to_be_visible()
+    expect(page.get_by_role("heading", name=re.compile("Welcome, quizzer"))).to_be_visible()
 
 
 def answer_all(page: Page, key: dict[str, tuple[str, list[str]]], right: int) -> None:

@@ -374,4 +374,4 @@ def test_m202_settings(m202: Quiz, m202_seed: SeedQuiz) -> None:
     assert limit and m202.time_limit_minutes == int(limit.group(1)) == 60
     assert m202.version == m202_seed.header["Version"] == "1.0"
     assert m202.last_updated == m202_seed.header["Last Updated"] == "2025-10-16"
-    assert m202.shuffle_options is False
+    assert m202.shuffle_options is True  # option order is shuffled per attempt (15 of the 25 answers are B)

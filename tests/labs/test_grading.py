@@ -118,3 +118,12 @@ def test_syntax_error_is_graded_with_its_line(grader) -> None:
     assert v.status == "compile_error"
     assert "line 3" in v.message
     assert v.score == 0
+
+
+def test_a_ring_that_sends_nothing_earns_no_wire_points(grader) -> None:
+    code = "import torch.distributed as dist\n\n\ndef ring_all_reduce(tensor):\n    return None\n"
+    v = grader.grade(RING, code, world_sizes=[3])
+    assert not v.check("communication-volume").passed
+    assert "sent only 0 bytes" in v.check("communication-volume").message
+    assert not v.check("ring-neighbours").passed and not v.check("no-builtin-collectives").passed
+    assert v.score == 0

@@ -18,10 +18,9 @@ from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import make_engine, make_sessionmaker
-from app.labs.catalog import all_labs
+from app.labs.catalog import PublishedLab, get_lab
 from app.labs.queue import Capacity
 from app.labs.settings import LabSettings
-from labs.spec import Lab
 from tests.conftest import BACKENDS, CONTENT_DIR, migrated_db_url
 
 _names = itertools.count()
@@ -47,8 +46,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def ring() -> Lab:
-    return all_labs(CONTENT_DIR)["ring-allreduce"]
+def ring(session: Session) -> PublishedLab:
+    return get_lab(session, "ring-allreduce")
 
 
 @pytest.fixture

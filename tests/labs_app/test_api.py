@@ -95,3 +95,10 @@ def test_another_students_submission_is_404_and_no_token_is_401(client: TestClie
     assert client.get(f"/api/v1/submissions/{sid}").status_code == 401
     assert client.get("/api/v1/submissions/999999", headers=alice).status_code == 404
     assert client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "a=1"}).status_code == 401
+
+
+def test_code_with_a_nul_byte_is_refused_with_its_line(client: TestClient, session: Session) -> None:
+    auth = student(client, session)
+    refused = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 1\n\0y = 2\n"}, headers=auth)
+    assert refused.status_code == 422
+    assert "contains a NUL byte (line 2)" in refused.json()["detail"]

@@ -34,11 +34,11 @@ def grader() -> Iterator[Any]:
 
 
 @pytest.fixture
-def running_worker(live_factory: sessionmaker[Session], grader: Any) -> Iterator[Worker]:
+def running_worker(live_factory: sessionmaker[Session], grader: Any, tmp_path: Path) -> Iterator[Worker]:
     def grade(job: Job, backend: str) -> dict[str, Any]:
-        return grader.grade(job.lab_id, job.code, backend=backend, world_sizes=[2, 4]).to_dict()  # type: ignore[no-any-return]
+        return grader.grade(job.lab_id, job.code, backend=backend, world_sizes=[2, 4], lab_dir=job.lab_dir).to_dict()  # type: ignore[no-any-return]
 
-    worker = Worker(live_factory, grade, capacity(gpu_count=0, sandboxed=True), content_dir=CONTENT_DIR)
+    worker = Worker(live_factory, grade, capacity(gpu_count=0, sandboxed=True), cache_dir=tmp_path / "cache")
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
     thread.start()

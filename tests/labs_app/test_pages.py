@@ -175,7 +175,17 @@ def test_instructors_see_every_submission_and_regrade(client: TestClient, sessio
     session.refresh(row)
     assert (row.status, row.attempts, row.regrades) == (SubmissionStatus.queued, 0, 1)
     grade(session, clock, VERDICT)
+    # "Re-grade all" asks first, saying how many jobs it would queue, and queues nothing yet.
     r = client.post("/labs/ring-allreduce/regrade", data={"csrf_token": csrf_token(client)}, follow_redirects=False)
-    assert r.status_code == 303
+    assert r.status_code == 200 and "This queues <strong>1</strong> job:" in r.text
+    session.refresh(row)
+    assert row.status == SubmissionStatus.graded and row.regrades == 1
+    r = client.post(
+        "/labs/ring-allreduce/regrade",
+        data={"csrf_token": csrf_token(client), "confirm": "yes"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303 and r.headers["location"] == "/labs/ring-allreduce/all?queued=1"
     session.refresh(row)
     assert row.status == SubmissionStatus.queued and row.regrades == 2
+    assert "Queued 1 job for re-grading" in client.get(r.headers["location"]).text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -162,9 +163,10 @@ def test_an_idle_worker_only_reads(session: Session, clock: Clock) -> None:
     assert queue.has_work(cap, session=session, now=clock(), lease_s=LEASE)  # an expired lease to reap
 
 
-def test_the_worker_retries_when_the_grader_raises(live_factory: sessionmaker[Session], clock: Clock) -> None:
+def test_the_worker_retries_when_the_grader_raises(
+    live_factory: sessionmaker[Session], clock: Clock, tmp_path: Path
+) -> None:
     from labs.worker import Worker
-    from tests.conftest import CONTENT_DIR
 
     with live_factory() as session:
         (sub,) = queued(session, clock)
@@ -176,7 +178,7 @@ def test_the_worker_retries_when_the_grader_raises(live_factory: sessionmaker[Se
             raise RuntimeError("the sandbox pool broke")
         return {**PASSED, "lab": job.lab_id}
 
-    worker = Worker(live_factory, flaky, capacity("flaky"), content_dir=CONTENT_DIR, clock=clock)
+    worker = Worker(live_factory, flaky, capacity("flaky"), cache_dir=tmp_path, clock=clock)
     worker.register()
     assert worker.step() == SubmissionStatus.queued
     assert worker.step() == SubmissionStatus.graded

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
@@ -16,7 +17,7 @@ from app.labs import catalog, queue, service, wake
 from app.labs.models import Submission, SubmissionStatus
 from app.labs.settings import LabSettings
 from app.web.auth import Principal
-from tests.conftest import BACKENDS, CONTENT_DIR, migrated_db_url
+from tests.conftest import BACKENDS, migrated_db_url
 from tests.factories import make_user
 from tests.labs_app.conftest import capacity, unique
 
@@ -37,8 +38,8 @@ def listener(engine: Engine) -> Iterator[wake.Listener]:
 
 
 def submit(engine: Engine, *, fail: bool = False) -> int:
-    lab = catalog.get_lab(CONTENT_DIR, "ring-allreduce")
     with session_scope(make_sessionmaker(engine)) as session:
+        lab = catalog.get_lab(session, "ring-allreduce")
         user = make_user(session, unique("wake"))
         limits = service.Limits.of(LabSettings())
         row = service.submit(lab, Principal.of(user), "x = 1\n", session=session, now=utcnow(), limits=limits)
@@ -112,7 +113,9 @@ def test_a_postgresql_listener_that_loses_its_connection_polls_then_listens_agai
     assert listener.wait(5)
 
 
-def test_a_woken_worker_grades_long_before_its_next_poll(engine: Engine, listener: wake.Listener) -> None:
+def test_a_woken_worker_grades_long_before_its_next_poll(
+    engine: Engine, listener: wake.Listener, tmp_path: Path
+) -> None:
     from labs.worker import Worker
 
     graded = threading.Event()
@@ -121,7 +124,7 @@ def test_a_woken_worker_grades_long_before_its_next_poll(engine: Engine, listene
         graded.set()
         return {"status": "passed", "score": 10, "max_score": 10, "message": "ok", "checks": []}
 
-    worker = Worker(make_sessionmaker(engine), grade, capacity(unique("woken")), content_dir=CONTENT_DIR,
+    worker = Worker(make_sessionmaker(engine), grade, capacity(unique("woken")), cache_dir=tmp_path,
                     poll_s=60, wake=listener)  # fmt: skip
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)

@@ -82,8 +82,8 @@ def start_worker(tmp_path: Path) -> Iterator[Start]:
 
 
 def submit(factory: sessionmaker[Session], content: Path, lab_id: str, code: str) -> int:
-    lab = catalog.get_lab(content, lab_id)
     with session_scope(factory) as session:
+        lab = catalog.get_lab(session, lab_id)
         user = make_user(session, unique("proc"))
         limits = service.Limits.of(LabSettings())
         return service.submit(lab, Principal.of(user), code, session=session, now=utcnow(), limits=limits).id

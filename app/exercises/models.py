@@ -1,0 +1,55 @@
+"""Database rows for exercises (per-student state): answers to parts, progress, notes, done marks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, UTCDateTime, utcnow
+
+
+class PartAnswer(Base):
+    """Every answer a student sent for a part, right or wrong: the attempt log (append-only)."""
+
+    __tablename__ = "exercise_part_answers"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    exercise_id: Mapped[str] = mapped_column(ForeignKey("exercises.id"))
+    part_id: Mapped[str] = mapped_column(String(80))
+    answer: Mapped[str] = mapped_column(String(80))
+    correct: Mapped[bool] = mapped_column(Boolean)
+    answered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PartProgress(Base):
+    """One student's standing on one part: attempts so far, when solved, when the solution was shown."""
+
+    __tablename__ = "exercise_part_progress"
+    __table_args__ = (UniqueConstraint("user_id", "exercise_id", "part_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    exercise_id: Mapped[str] = mapped_column(ForeignKey("exercises.id"))
+    part_id: Mapped[str] = mapped_column(String(80))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_answer: Mapped[str | None] = mapped_column(String(80))
+    solved_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    revealed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ExerciseNote(Base):
+    """A student's private notes on an exercise and whether they marked it done."""
+
+    __tablename__ = "exercise_notes"
+    __table_args__ = (UniqueConstraint("user_id", "exercise_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    exercise_id: Mapped[str] = mapped_column(ForeignKey("exercises.id"))
+    notes: Mapped[str] = mapped_column(Text, default="")
+    done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

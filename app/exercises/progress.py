@@ -1,0 +1,286 @@
+"""A student's work on exercises: answering parts, showing solutions, notes and done marks.
+
+A part's value and explanation stay on the server: ``PartView`` carries them only once the
+student solved the part or asked for the solution, and every page and API answer is built
+from PartViews.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.content.records import Exercise
+from app.errors import InvalidInput, NotFound
+from app.exercises.answers import NotANumber, is_correct
+from app.exercises.models import ExerciseNote, PartAnswer, PartProgress
+
+NOTES_MAX = 20_000
+
+
+@dataclass(frozen=True)
+class PartView:
+    """What a student may see of one part. ``value`` and ``explanation_html`` are None until open."""
+
+    exercise_id: str
+    id: str
+    prompt: str
+    prompt_html: str
+    unit: str
+    attempts: int
+    solved: bool
+    revealed: bool
+    last_answer: str | None
+    value: float | None
+    explanation: str | None
+    explanation_html: str | None
+
+    @property
+    def open(self) -> bool:
+        return self.solved or self.revealed
+
+
+@dataclass(frozen=True)
+class AnswerResult:
+    correct: bool
+    part: PartView
+
+
+@dataclass(frozen=True)
+class ExerciseProgress:
+    """Per-exercise standing for badges and the dashboard."""
+
+    exercise_id: str
+    solved: int
+    total: int
+    done: bool
+
+
+@dataclass(frozen=True)
+class SolvedPart:
+    exercise_id: str
+    set_id: str
+    number: str
+    part_id: str
+    prompt: str
+    solved_at: datetime
+
+
+def get_exercise(exercise_id: str, *, session: Session) -> Exercise:
+    """A live exercise, or NotFound."""
+    exercise = session.get(Exercise, exercise_id)
+    if exercise is None or exercise.retired_at is not None or exercise.exercise_set.retired_at is not None:
+        raise NotFound(f"No exercise '{exercise_id}'.")
+    return exercise
+
+
+def _part(exercise: Exercise, part_id: str) -> dict[str, Any]:
+    for part in exercise.parts:
+        if part["id"] == part_id:
+            return part
+    raise NotFound(f"Exercise {exercise.number} has no part '{part_id}'.")
+
+
+def _view(exercise_id: str, part: dict[str, Any], row: PartProgress | None) -> PartView:
+    solved = row is not None and row.solved_at is not None
+    revealed = row is not None and row.revealed_at is not None
+    shown = solved or revealed
+    return PartView(
+        exercise_id=exercise_id,
+        id=part["id"],
+        prompt=part["prompt"],
+        prompt_html=part["prompt_html"],
+        unit=part["unit"],
+        attempts=row.attempts if row else 0,
+        solved=solved,
+        revealed=revealed,
+        last_answer=row.last_answer if row else None,
+        value=part["value"] if shown else None,
+        explanation=part["explanation"] if shown else None,
+        explanation_html=part["explanation_html"] if shown else None,
+    )
+
+
+def _rows(user_id: int | None, exercise_ids: Iterable[str], *, session: Session) -> dict[tuple[str, str], PartProgress]:
+    if user_id is None:
+        return {}
+    query = select(PartProgress).where(PartProgress.user_id == user_id, PartProgress.exercise_id.in_(exercise_ids))
+    return {(r.exercise_id, r.part_id): r for r in session.scalars(query)}
+
+
+def part_views(exercise: Exercise, user_id: int | None, *, session: Session) -> list[PartView]:
+    """The exercise's parts as this student (or an anonymous reader) may see them."""
+    rows = _rows(user_id, [exercise.id], session=session)
+    return [_view(exercise.id, p, rows.get((exercise.id, p["id"]))) for p in exercise.parts]
+
+
+def part_view(exercise: Exercise, part_id: str, user_id: int | None, *, session: Session) -> PartView:
+    part = _part(exercise, part_id)
+    return _view(exercise.id, part, _rows(user_id, [exercise.id], session=session).get((exercise.id, part_id)))
+
+
+def _progress_row(user_id: int, exercise_id: str, part_id: str, *, session: Session, now: datetime) -> PartProgress:
+    """The student's row for the part, created if needed and locked for this transaction."""
+    query = select(PartProgress).where(
+        PartProgress.user_id == user_id, PartProgress.exercise_id == exercise_id, PartProgress.part_id == part_id
+    )
+    row = session.scalars(query.with_for_update()).first()
+    if row is not None:
+        return row
+    try:
+        # A savepoint: on PostgreSQL two first answers can race; the loser reads the winner's row.
+        with session.begin_nested():
+            row = PartProgress(user_id=user_id, exercise_id=exercise_id, part_id=part_id, attempts=0, updated_at=now)
+            session.add(row)
+        return row
+    except IntegrityError:
+        return session.scalars(query.with_for_update()).one()
+
+
+def answer_part(
+    exercise_id: str, part_id: str, user_id: int, answer: str, *, session: Session, now: datetime
+) -> AnswerResult:
+    """Check ``answer`` on the server and record the attempt.
+
+    Raises NotFound for an unknown exercise or part and InvalidInput (nothing recorded) for an
+    answer that is not a number. Once a part is solved or its solution shown, answers are
+    still checked but no longer recorded, and a part is solved only without having been shown.
+    """
+    exercise = get_exercise(exercise_id, session=session)
+    part = _part(exercise, part_id)
+    try:
+        correct = is_correct(answer, value=part["value"], tolerance=part["tolerance"], unit=part["unit"])
+    except NotANumber as exc:
+        raise InvalidInput(str(exc), field="value") from None
+    row = _progress_row(user_id, exercise_id, part_id, session=session, now=now)
+    if row.solved_at is None and row.revealed_at is None:
+        text = answer.strip()[:80]
+        session.add(
+            PartAnswer(
+                user_id=user_id, exercise_id=exercise_id, part_id=part_id, answer=text, correct=correct, answered_at=now
+            )
+        )
+        row.attempts += 1
+        row.last_answer = text
+        row.updated_at = now
+        if correct:
+            row.solved_at = now
+    session.flush()
+    return AnswerResult(correct, _view(exercise_id, part, row))
+
+
+def reveal_part(exercise_id: str, part_id: str, user_id: int, *, session: Session, now: datetime) -> PartView:
+    """Show the solution of a part: its value and explanation, from now on."""
+    exercise = get_exercise(exercise_id, session=session)
+    part = _part(exercise, part_id)
+    row = _progress_row(user_id, exercise_id, part_id, session=session, now=now)
+    if row.revealed_at is None and row.solved_at is None:
+        row.revealed_at = now
+        row.updated_at = now
+    session.flush()
+    return _view(exercise_id, part, row)
+
+
+def get_note(exercise_id: str, user_id: int | None, *, session: Session) -> ExerciseNote | None:
+    if user_id is None:
+        return None
+    query = select(ExerciseNote).where(ExerciseNote.user_id == user_id, ExerciseNote.exercise_id == exercise_id)
+    return session.scalars(query).first()
+
+
+def _note_row(exercise_id: str, user_id: int, *, session: Session, now: datetime) -> ExerciseNote:
+    get_exercise(exercise_id, session=session)
+    query = select(ExerciseNote).where(ExerciseNote.user_id == user_id, ExerciseNote.exercise_id == exercise_id)
+    row = session.scalars(query.with_for_update()).first()
+    if row is not None:
+        return row
+    try:
+        with session.begin_nested():
+            row = ExerciseNote(user_id=user_id, exercise_id=exercise_id, notes="", updated_at=now)
+            session.add(row)
+        return row
+    except IntegrityError:
+        return session.scalars(query.with_for_update()).one()
+
+
+def save_notes(exercise_id: str, user_id: int, notes: str, *, session: Session, now: datetime) -> ExerciseNote:
+    """Keep the student's private notes on an exercise (only they ever see them)."""
+    if len(notes) > NOTES_MAX:
+        raise InvalidInput(f"Notes can be at most {NOTES_MAX:,} characters; these are {len(notes):,}.", field="notes")
+    row = _note_row(exercise_id, user_id, session=session, now=now)
+    row.notes = notes
+    row.updated_at = now
+    session.flush()
+    return row
+
+
+def set_done(exercise_id: str, user_id: int, done: bool, *, session: Session, now: datetime) -> ExerciseNote:
+    """Mark an exercise done, or not done again."""
+    row = _note_row(exercise_id, user_id, session=session, now=now)
+    if done and row.done_at is None:
+        row.done_at = now
+    elif not done:
+        row.done_at = None
+    row.updated_at = now
+    session.flush()
+    return row
+
+
+def exercise_progress(
+    user_id: int, *, session: Session, exercise_ids: Iterable[str] | None = None
+) -> dict[str, ExerciseProgress]:
+    """Solved parts, part count and the done mark for each live exercise (or those given)."""
+    query = select(Exercise).where(Exercise.retired_at.is_(None))
+    if exercise_ids is not None:
+        query = query.where(Exercise.id.in_(list(exercise_ids)))
+    exercises = list(session.scalars(query))
+    ids = [e.id for e in exercises]
+    solved_query = (
+        select(PartProgress.exercise_id, PartProgress.part_id)
+        .where(PartProgress.user_id == user_id, PartProgress.solved_at.is_not(None))
+        .where(PartProgress.exercise_id.in_(ids))
+    )
+    solved: dict[str, set[str]] = {}
+    for exercise_id, part_id in session.execute(solved_query):
+        solved.setdefault(exercise_id, set()).add(part_id)
+    done_query = select(ExerciseNote.exercise_id).where(
+        ExerciseNote.user_id == user_id, ExerciseNote.done_at.is_not(None), ExerciseNote.exercise_id.in_(ids)
+    )
+    done = set(session.scalars(done_query))
+    out = {}
+    for e in exercises:
+        part_ids = {p["id"] for p in e.parts}
+        out[e.id] = ExerciseProgress(e.id, len(solved.get(e.id, set()) & part_ids), len(part_ids), e.id in done)
+    return out
+
+
+def recent_solved_parts(user_id: int, *, session: Session, limit: int = 5) -> list[SolvedPart]:
+    """The student's most recently solved parts, newest first (for the dashboard)."""
+    query = (
+        select(PartProgress, Exercise)
+        .join(Exercise, Exercise.id == PartProgress.exercise_id)
+        .where(PartProgress.user_id == user_id, PartProgress.solved_at.is_not(None), Exercise.retired_at.is_(None))
+        .order_by(PartProgress.solved_at.desc(), PartProgress.id.desc())
+        .limit(limit)
+    )
+    out = []
+    for row, exercise in session.execute(query):
+        part = next((p for p in exercise.parts if p["id"] == row.part_id), None)
+        if part is None or row.solved_at is None:
+            continue
+        out.append(
+            SolvedPart(exercise.id, exercise.set_id, exercise.number, row.part_id, part["prompt"], row.solved_at)
+        )
+    return out
+
+
+def solved_count(user_id: int, *, session: Session) -> int:
+    """How many parts the student has solved, over all exercises."""
+    query = select(func.count()).where(PartProgress.user_id == user_id, PartProgress.solved_at.is_not(None))
+    return int(session.scalar(query) or 0)

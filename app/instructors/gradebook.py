@@ -1,0 +1,304 @@
+"""The gradebook: one row per student, one column per quiz, per lab and per flashcard figure.
+
+Columns come from *sources* (``SOURCES``), each of which names its columns and fills its cells
+for a set of students with a few grouped queries (never one query per student). A new kind of
+column is a new source: the exercise sets' solved parts will be one (``ExerciseSetSource`` is
+its place), once solved parts are recorded.
+
+Column keys are stable (``quiz:<quiz-id>``, ``lab:<lab-id>``, ``flashcards:reviews`` …): they
+name the sort order, and the CSV and JSON fields (README, "Instructors").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+from urllib.parse import urlencode
+
+from sqlalchemy import and_, case, func, select
+from sqlalchemy.orm import Session
+
+from app.accounts.models import Role, User
+from app.content.records import Question, Quiz
+from app.flashcards.models import NEW, REVIEW, CardState, Review
+from app.labs import catalog
+from app.labs.models import Submission, SubmissionStatus
+from app.quizzes.models import QuizAttempt
+
+PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str  # stable: the sort key and the stem of the CSV/JSON field names
+    group: str  # "Quizzes", "Labs", "Flashcards"
+    title: str
+    count_label: str | None = None  # "attempts" / "submissions": a best score with a count; None: one figure
+    max_score: int | None = None
+    due_at: datetime | None = None
+    percent: bool = False  # the figure is a fraction shown as a percentage
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None  # the best score, or the figure
+    count: int = 0  # attempts / submissions
+    late: int = 0  # of them, after the due date
+
+
+@dataclass
+class Context:
+    """What sources may need besides the session."""
+
+    now: datetime
+
+
+Cells = dict[tuple[int, str], Cell]  # (user id, column key) -> cell
+
+
+class Source(Protocol):
+    def columns(self, *, session: Session, ctx: Context) -> list[Column]: ...
+
+    def cells(
+        self, columns: Sequence[Column], user_ids: Collection[int] | None, *, session: Session, ctx: Context
+    ) -> Cells:
+        """Cells of ``columns`` for ``user_ids`` (every student when None); missing cells are empty."""
+        ...
+
+
+def _for_users(query, column, user_ids: Collection[int] | None):  # type: ignore[no-untyped-def]
+    return query if user_ids is None else query.where(column.in_(list(user_ids)))
+
+
+class QuizSource:
+    """Per quiz: best score, submitted attempts, and how many of them were late."""
+
+    def columns(self, *, session: Session, ctx: Context) -> list[Column]:
+        counts = dict(
+            session.execute(
+                select(Question.quiz_id, func.count()).where(Question.retired_at.is_(None)).group_by(Question.quiz_id)
+            ).all()
+        )
+        quizzes = session.scalars(select(Quiz).where(Quiz.retired_at.is_(None)).order_by(Quiz.position))
+        return [Column(f"quiz:{q.id}", "Quizzes", q.title, "attempts", counts.get(q.id, 0), q.due_at) for q in quizzes]
+
+    def cells(
+        self, columns: Sequence[Column], user_ids: Collection[int] | None, *, session: Session, ctx: Context
+    ) -> Cells:
+        ids = [c.key.removeprefix("quiz:") for c in columns]
+        if not ids:
+            return {}
+        late = func.sum(case((and_(Quiz.due_at.is_not(None), QuizAttempt.submitted_at > Quiz.due_at), 1), else_=0))
+        query = (
+            select(QuizAttempt.user_id, QuizAttempt.quiz_id, func.max(QuizAttempt.score), func.count(), late)
+            .join(Quiz, Quiz.id == QuizAttempt.quiz_id)
+            .where(QuizAttempt.quiz_id.in_(ids), QuizAttempt.submitted_at.is_not(None))
+            .group_by(QuizAttempt.user_id, QuizAttempt.quiz_id)
+        )
+        rows = session.execute(_for_users(query, QuizAttempt.user_id, user_ids)).all()
+        return {(uid, f"quiz:{qid}"): Cell(best, n, int(lt or 0)) for uid, qid, best, n, lt in rows}
+
+
+class LabSource:
+    """Per lab: best graded score, submissions, and how many of them were late."""
+
+    def columns(self, *, session: Session, ctx: Context) -> list[Column]:
+        return [
+            Column(f"lab:{lab.id}", "Labs", lab.spec.title, "submissions", lab.spec.max_score, lab.spec.due)
+            for lab in catalog.all_labs(session).values()
+        ]
+
+    def cells(
+        self, columns: Sequence[Column], user_ids: Collection[int] | None, *, session: Session, ctx: Context
+    ) -> Cells:
+        ids = [c.key.removeprefix("lab:") for c in columns]
+        if not ids:
+            return {}
+        S = Submission
+        dues = [(c.key.removeprefix("lab:"), c.due_at) for c in columns if c.due_at is not None]
+        late = (
+            func.sum(case(*(((S.lab_id == lab) & (S.submitted_at > due), 1) for lab, due in dues), else_=0))
+            if dues
+            else func.sum(0)
+        )
+        best = func.max(case((S.status == SubmissionStatus.graded, S.score), else_=None))
+        query = (
+            select(S.user_id, S.lab_id, best, func.count(), late).where(S.lab_id.in_(ids)).group_by(S.user_id, S.lab_id)
+        )
+        rows = session.execute(_for_users(query, S.user_id, user_ids)).all()
+        return {(uid, f"lab:{lid}"): Cell(b, n, int(lt or 0)) for uid, lid, b, n, lt in rows}
+
+
+FLASHCARD_COLUMNS = (
+    Column("flashcards:reviews", "Flashcards", "Reviews"),
+    Column("flashcards:true_retention", "Flashcards", "True retention", percent=True),
+    Column("flashcards:cards_due", "Flashcards", "Cards due"),
+)
+
+
+class FlashcardSource:
+    """Reviews (not undone), true retention (reviews of cards in review not rated Again), review cards due now."""
+
+    def columns(self, *, session: Session, ctx: Context) -> list[Column]:
+        return list(FLASHCARD_COLUMNS)
+
+    def cells(
+        self, columns: Sequence[Column], user_ids: Collection[int] | None, *, session: Session, ctx: Context
+    ) -> Cells:
+        out: Cells = {}
+        graded = Review.state_before == REVIEW
+        reviews = (
+            select(
+                Review.user_id,
+                func.count(),
+                func.sum(case((graded, 1), else_=0)),
+                func.sum(case((graded & (Review.rating > 1), 1), else_=0)),
+            )
+            .where(Review.undone_at.is_(None))
+            .group_by(Review.user_id)
+        )
+        for uid, n, total, passed in session.execute(_for_users(reviews, Review.user_id, user_ids)):
+            out[(uid, "flashcards:reviews")] = Cell(n)
+            out[(uid, "flashcards:true_retention")] = Cell(passed / total if total else None)
+        now = ctx.now
+        due = (
+            select(CardState.user_id, func.count())
+            .where(
+                CardState.state != NEW,
+                CardState.suspended.is_(False),
+                CardState.due <= now,
+                (CardState.buried_until.is_(None)) | (CardState.buried_until <= now),
+            )
+            .group_by(CardState.user_id)
+        )
+        for uid, n in session.execute(_for_users(due, CardState.user_id, user_ids)):
+            out[(uid, "flashcards:cards_due")] = Cell(n)
+        return out
+
+
+# Exercise sets join here (solved parts per set) once solved parts are recorded: a source whose
+# columns are the live exercise sets and whose cells count each student's solved parts.
+SOURCES: tuple[Source, ...] = (QuizSource(), LabSource(), FlashcardSource())
+
+
+@dataclass(frozen=True)
+class Student:
+    id: int
+    username: str
+
+
+@dataclass(frozen=True)
+class Row:
+    student: Student
+    cells: dict[str, Cell]
+
+    def cell(self, key: str) -> Cell:
+        return self.cells.get(key) or EMPTY
+
+
+EMPTY = Cell(None)
+
+
+@dataclass
+class Gradebook:
+    columns: list[Column]
+    rows: list[Row]
+    total: int  # students matching the filter
+    page: int = 1
+    per_page: int = PER_PAGE
+    sort: str = "name"
+    descending: bool = False
+    query: str = ""
+    groups: list[tuple[str, int]] = field(default_factory=list)  # (group, column count), for the header
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / self.per_page))
+
+    def url(self, *, sort: str | None = None, descending: bool | None = None, page: int = 1) -> str:
+        """This gradebook's address with the filter kept and ``sort``/``descending``/``page`` changed."""
+        values = {
+            "q": self.query,
+            "sort": self.sort if sort is None else sort,
+            "desc": "true" if (self.descending if descending is None else descending) else "",
+            "page": page if page != 1 else "",
+        }
+        query = urlencode({k: v for k, v in values.items() if v != "" and not (k == "sort" and v == "name")})
+        return f"/instructor/gradebook?{query}" if query else "/instructor/gradebook"
+
+    def sort_url(self, key: str) -> str:
+        """Sort by ``key``; again on the current column flips the order. Scores sort highest first."""
+        if key == self.sort:
+            return self.url(descending=not self.descending)
+        return self.url(sort=key, descending=key != "name")
+
+
+def _groups(columns: Sequence[Column]) -> list[tuple[str, int]]:
+    groups: list[tuple[str, int]] = []
+    for c in columns:
+        if groups and groups[-1][0] == c.group:
+            groups[-1] = (c.group, groups[-1][1] + 1)
+        else:
+            groups.append((c.group, 1))
+    return groups
+
+
+def sort_rows(rows: list[Row], sort: str, descending: bool) -> list[Row]:
+    """By name, or by a column's value; students without a value always come last."""
+    if sort == "name":
+        return sorted(rows, key=lambda r: r.student.username.lower(), reverse=descending)
+    by_name = sorted(rows, key=lambda r: r.student.username.lower())
+    valued = [r for r in by_name if r.cell(sort).value is not None]
+    empty = [r for r in by_name if r.cell(sort).value is None]
+    valued.sort(key=lambda r: r.cell(sort).value or 0.0, reverse=descending)
+    return valued + empty
+
+
+def build(
+    *,
+    session: Session,
+    ctx: Context,
+    query: str = "",
+    sort: str = "name",
+    descending: bool = False,
+    page: int = 1,
+    per_page: int | None = PER_PAGE,
+    sources: Sequence[Source] = SOURCES,
+) -> Gradebook:
+    """The gradebook of the students whose name contains ``query``, sorted, one page of it.
+
+    ``per_page=None`` gives every row (the exports). Sorted by name, only the page's students
+    are looked up; sorted by a column, that column is computed for every matching student first.
+    """
+    per_source = [(src, src.columns(session=session, ctx=ctx)) for src in sources]
+    columns = [c for _, cols in per_source for c in cols]
+    if sort != "name" and sort not in {c.key for c in columns}:
+        sort = "name"
+    students = select(User.id, User.username).where(User.role == Role.student)
+    if query.strip():
+        students = students.where(User.username_key.contains(query.strip().lower(), autoescape=True))
+    total = int(session.scalar(select(func.count()).select_from(students.subquery())) or 0)
+    size = per_page or max(total, 1)
+    pages = max(1, math.ceil(total / size))
+    page = min(max(page, 1), pages)
+    order = User.username_key.desc() if descending else User.username_key
+    if sort == "name":
+        chosen = session.execute(students.order_by(order).offset((page - 1) * size).limit(size)).all()
+        everyone = [Student(uid, name) for uid, name in chosen]
+        ids: Collection[int] | None = [s.id for s in everyone] if per_page is not None or query.strip() else None
+    else:
+        everyone = [Student(uid, name) for uid, name in session.execute(students.order_by(User.username_key))]
+        ids = [s.id for s in everyone] if query.strip() else None
+        src, cols = next((src, cols) for src, cols in per_source if any(c.key == sort for c in cols))
+        sorted_cells = src.cells([c for c in cols if c.key == sort], ids, session=session, ctx=ctx)
+        ranked = sort_rows([Row(s, {sort: sorted_cells.get((s.id, sort), EMPTY)}) for s in everyone], sort, descending)
+        everyone = [r.student for r in ranked[(page - 1) * size : page * size]]
+        ids = [s.id for s in everyone] if per_page is not None else ids
+    cells: Cells = {}
+    for src, cols in per_source:
+        cells.update(src.cells(cols, ids, session=session, ctx=ctx))
+    rows = [Row(s, {c.key: cells[(s.id, c.key)] for c in columns if (s.id, c.key) in cells}) for s in everyone]
+    return Gradebook(columns, rows, total, page, size, sort, descending, query, _groups(columns))

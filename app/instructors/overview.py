@@ -1,0 +1,93 @@
+"""Class counts for the instructor home: who is active, what was submitted, how the labs go."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import case, distinct, func, select, union
+from sqlalchemy.orm import Session
+
+from app.accounts.models import Role, User
+from app.flashcards.models import Review
+from app.labs import catalog
+from app.labs.models import Submission, SubmissionStatus
+from app.quizzes.models import QuizAttempt
+
+
+@dataclass(frozen=True)
+class LabRate:
+    lab_id: str
+    title: str
+    students: int  # who submitted at least once
+    passed: int  # of them, with a graded submission at full marks
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.students if self.students else None
+
+
+@dataclass(frozen=True)
+class Overview:
+    students: int
+    active_week: int
+    attempts_submitted: int
+    attempts_week: int
+    submissions_today: int
+    cards_reviewed: int
+    cards_week: int
+    labs: list[LabRate]
+
+
+def day_start(now: datetime) -> datetime:
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def overview(*, session: Session, now: datetime) -> Overview:
+    """The figures at the top of /instructor; "today" is the UTC day, "this week" the last 7 days."""
+    week = now - timedelta(days=7)
+    students = select(User.id).where(User.role == Role.student)
+    active = union(
+        select(QuizAttempt.user_id).where(QuizAttempt.started_at >= week),
+        select(Submission.user_id).where(Submission.submitted_at >= week),
+        select(Review.user_id).where(Review.reviewed_at >= week),
+    ).subquery()
+    active_week = session.scalar(select(func.count(distinct(active.c.user_id))).where(active.c.user_id.in_(students)))
+    submitted = QuizAttempt.submitted_at.is_not(None)
+    attempts_total, attempts_week = session.execute(
+        select(func.count(), func.sum(case((QuizAttempt.submitted_at >= week, 1), else_=0))).where(submitted)
+    ).one()
+    today = session.scalar(
+        select(func.count()).select_from(Submission).where(Submission.submitted_at >= day_start(now))
+    )
+    cards_total, cards_week = session.execute(
+        select(func.count(), func.sum(case((Review.reviewed_at >= week, 1), else_=0))).where(Review.undone_at.is_(None))
+    ).one()
+    labs = catalog.all_labs(session)
+    full = func.max(case((Submission.status == SubmissionStatus.graded, Submission.score), else_=None))
+    per_student = (
+        select(Submission.lab_id, Submission.user_id, full.label("best"), func.max(Submission.max_score).label("max"))
+        .where(Submission.user_id.in_(students))
+        .group_by(Submission.lab_id, Submission.user_id)
+        .subquery()
+    )
+    rates = {
+        lab_id: (n, int(p or 0))
+        for lab_id, n, p in session.execute(
+            select(
+                per_student.c.lab_id,
+                func.count(),
+                func.sum(case((per_student.c.best >= per_student.c.max, 1), else_=0)),
+            ).group_by(per_student.c.lab_id)
+        )
+    }
+    return Overview(
+        students=int(session.scalar(select(func.count()).select_from(students.subquery())) or 0),
+        active_week=int(active_week or 0),
+        attempts_submitted=int(attempts_total or 0),
+        attempts_week=int(attempts_week or 0),
+        submissions_today=int(today or 0),
+        cards_reviewed=int(cards_total or 0),
+        cards_week=int(cards_week or 0),
+        labs=[LabRate(lab.id, lab.spec.title, *rates.get(lab.id, (0, 0))) for lab in labs.values()],
+    )

@@ -1,0 +1,94 @@
+"""One student's work as an instructor sees it: quiz attempts, lab submissions, flashcard statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.accounts.models import User
+from app.content.records import Deck, Quiz
+from app.errors import NotFound
+from app.flashcards import service as flashcards
+from app.flashcards.stats import Stats
+from app.labs import catalog
+from app.labs.models import Submission
+from app.quizzes import attempts as quiz_attempts
+from app.quizzes import service as quizzes
+from app.quizzes.models import QuizAttempt
+from app.quizzes.policy import is_late
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    attempt: QuizAttempt
+    quiz_title: str
+    late: bool
+
+
+@dataclass(frozen=True)
+class SubmissionRow:
+    submission: Submission
+    lab_title: str
+    late: bool
+
+
+@dataclass(frozen=True)
+class StudentPage:
+    user: User
+    attempts: list[AttemptRow]
+    submissions: list[SubmissionRow]
+    decks: list[tuple[Deck, Stats]]
+
+
+def get_user(user_id: int, *, session: Session) -> User:
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound(f"There is no student {user_id}.")
+    return user
+
+
+def student_page(user_id: int, *, session: Session, now: datetime) -> StudentPage:
+    """Everything one student did, newest first (at most the 200 latest submissions)."""
+    user = get_user(user_id, session=session)
+    quizzes_by_id = {q.id: q for q in session.scalars(select(Quiz))}
+    attempts = [
+        AttemptRow(a, quizzes_by_id[a.quiz_id].title, is_late(a.submitted_at, quizzes_by_id[a.quiz_id].due_at))
+        for a in session.scalars(
+            select(QuizAttempt)
+            .where(QuizAttempt.user_id == user_id)
+            .order_by(QuizAttempt.started_at.desc(), QuizAttempt.id.desc())
+        )
+    ]
+    labs = catalog.all_labs(session)
+    submissions = []
+    for s in session.scalars(
+        select(Submission).where(Submission.user_id == user_id).order_by(Submission.id.desc()).limit(200)
+    ):
+        lab = labs.get(s.lab_id)
+        submissions.append(
+            SubmissionRow(
+                s, lab.spec.title if lab else s.lab_id, is_late(s.submitted_at, lab.spec.due if lab else None)
+            )
+        )
+    decks = [
+        flashcards.deck_stats(user_id, deck_id, session=session, now=now)
+        for deck_id in session.scalars(select(Deck.id).where(Deck.retired_at.is_(None)).order_by(Deck.position))
+    ]
+    return StudentPage(user, attempts, submissions, decks)
+
+
+def attempt_for_instructor(attempt_id: int, *, session: Session, now: datetime) -> quizzes.ResultPage:
+    """Any student's submitted attempt, read-only, with the key (an open one has no result yet)."""
+    attempt = session.get(QuizAttempt, attempt_id)
+    if attempt is None:
+        raise NotFound(f"There is no quiz attempt {attempt_id}.")
+    if attempt.result is None:
+        raise quiz_attempts.AttemptClosed("This attempt is still open: it has no result yet.")
+    student = get_user(attempt.user_id, session=session)
+    page = quizzes.result_page(attempt, session=session, now=now, reviewer=True)
+    return quizzes.ResultPage(
+        page.attempt, page.quiz, page.result, page.items, page.pass_mark, True, page.late, student.username
+    )

@@ -1,0 +1,173 @@
+"""Every lab's reference solution, graded warm through the HTTP API and the worker, next to a cold run.
+
+Starts ``ringlab serve`` (SQLite, embedded worker) on a copy of ``content/`` and a free
+port, registers a student through the API, and for each lab: submits its reference
+solution once to warm the worker, then ``-n`` times back to back (each as soon as the
+previous verdict is in), polling each until graded. Prints per lab the median and p90
+click-to-verdict time (all the lab's world sizes and phases) next to a cold
+``torch.multiprocessing.spawn`` doing the same work in the same run: for each group of
+ranks, fresh processes that import torch, join a gloo group, run the same calls (the
+lab's driver, or the student function) on the same inputs and check the results.
+
+    .venv/bin/python bench/labs.py [-n 10] [--cold 2] [--pool 2] [--labs ddp-from-scratch,zero-1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._server import free_port, wait_ready
+from bench.grading import percentile
+from bench.grading_api import call
+
+REPO = Path(__file__).resolve().parents[1]
+CONTENT = REPO / "content"
+TARGET_S = 1.0
+
+
+def grade_once(base: str, token: str, lab: str, code: str, poll: float) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    status, created = call(base, "POST", f"/api/v1/labs/{lab}/submissions", {"code": code}, token)
+    if status != 202:
+        raise SystemExit(f"{lab}: submitting failed: {status} {created}")
+    while True:
+        _, body = call(base, "GET", f"/api/v1/submissions/{created['id']}", token=token)
+        if body["status"] not in ("queued", "running"):
+            return time.perf_counter() - started, body
+        time.sleep(poll)
+
+
+def _cold_rank(rank: int, world_size: int, port: int, folder: str, code: str, blob: str, shared: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from labs import trees
+
+    torch.set_num_threads(1)
+    os.environ["RINGLAB_SHARED_DIR"] = shared
+    sys.path.insert(0, folder)  # the lab's public driver, as the ranks import it
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    import types
+
+    module = types.ModuleType("submission")
+    sys.modules["submission"] = module
+    exec(compile(code, "submission.py", "exec"), module.__dict__)
+    for driver, fn, inplace, inputs, expected, tolerance in torch.load(blob, weights_only=True):
+        args = inputs[rank]
+        if driver:
+            import driver as public
+
+            out = getattr(public, driver)(module, args)
+        else:
+            returned = getattr(module, fn)(args)
+            out = args if inplace else returned
+        wrong = trees.compare(expected[rank], trees.plain(out), tolerance)
+        if wrong:
+            raise SystemExit(f"rank {rank}: {wrong}")
+    dist.destroy_process_group()
+
+
+def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
+    """Seconds per cold run of every group of ranks the lab grades, one after another."""
+    import torch
+    import torch.multiprocessing as mp
+
+    from labs.grader import Grader, plan
+
+    lab, checks = Grader.load_checks(CONTENT / "labs" / lab_id)
+    times = []
+    for repeat in range(repeats):
+        groups = plan(checks, lab.spec.world_sizes, seed=repeat)
+        with tempfile.TemporaryDirectory() as tmp:
+            shared = os.path.join(tmp, "shared")
+            os.mkdir(shared)
+            started = time.perf_counter()
+            for g in groups:
+                blob = os.path.join(tmp, "cases.pt")
+                buffer = io.BytesIO()
+                torch.save([(c.driver, c.fn, c.inplace, c.inputs, c.expected, c.tolerance) for c in g.cases], buffer)
+                Path(blob).write_bytes(buffer.getvalue())
+                args = (g.world_size, free_port(), str(lab.folder), code, blob, shared)
+                mp.spawn(_cold_rank, args=args, nprocs=g.world_size, join=True)
+            times.append(time.perf_counter() - started)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=10, help="graded submissions per lab (default 10)")
+    parser.add_argument("--cold", type=int, default=2, help="cold mp.spawn runs per lab (default 2)")
+    parser.add_argument("--pool", type=int, default=2, help="warm sandboxes in the worker (default 2)")
+    parser.add_argument("--poll", type=float, default=0.02, help="seconds between result polls (default 0.02)")
+    parser.add_argument("--labs", default="", help="comma-separated lab ids (default: every CPU lab)")
+    args = parser.parse_args()
+
+    from labs.spec import load_labs
+
+    labs = {k: v for k, v in sorted(load_labs(CONTENT / "labs").items()) if not v.spec.needs_gpu}
+    chosen = [x for x in args.labs.split(",") if x] or list(labs)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ringlab-bench-") as tmp:
+        content = Path(tmp) / "content"
+        shutil.copytree(CONTENT, content)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+        env.update(
+            RINGLAB_DATA_DIR=tmp, RINGLAB_CONTENT_DIR=str(content), RINGLAB_EMBEDDED_WORKER="true",
+            RINGLAB_LAB_SUBMIT_LIMIT=str(args.n + 10), RINGLAB_WORKER_POOL_SIZE=str(args.pool),
+        )  # fmt: skip
+        log = Path(tmp) / "server.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port)], cwd=REPO, env=env,
+                                    stdout=out, stderr=out)  # fmt: skip
+            try:
+                wait_ready(base + "/healthz", proc, log)
+                user = {"username": "bench", "password": "a-long-bench-password"}
+                call(base, "POST", "/api/v1/auth/register", user)
+                token = call(base, "POST", "/api/v1/auth/token", user)[1]["access_token"]
+                for lab_id in chosen:
+                    code = (CONTENT / "labs" / lab_id / "solution.py").read_text()  # the bench only: never served
+                    first, body = grade_once(base, token, lab_id, code, args.poll)
+                    if body["status"] != "graded" or body["score"] != body["max_score"]:
+                        raise SystemExit(f"{lab_id}: the reference solution was not graded in full: {body}")
+                    time.sleep(2)  # let the warm pool refill
+                    latencies = []
+                    for _ in range(args.n):
+                        latency, body = grade_once(base, token, lab_id, code, args.poll)
+                        if body["score"] != body["max_score"]:
+                            raise SystemExit(f"{lab_id}: a reference solution scored {body['score']}")
+                        latencies.append(latency)
+                    rows.append((lab_id, first, latencies))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+    print(f"{os.cpu_count()} CPUs, pool of {args.pool}, {args.n} graded submissions per lab, back to back")
+    print(f"{'lab':24} {'sizes':>10} {'first':>7} {'median':>7} {'p90':>7} {'cold':>7} {'of cold':>8}  target")
+    for lab_id, first, latencies in rows:
+        cold = statistics.median(
+            measure_cold(lab_id, (CONTENT / "labs" / lab_id / "solution.py").read_text(), args.cold)
+        )
+        median = statistics.median(latencies)
+        sizes = ",".join(map(str, labs[lab_id].spec.world_sizes))
+        ok = "met" if median <= TARGET_S and median / cold <= 0.15 else "MISSED"
+        print(
+            f"{lab_id:24} {sizes:>10} {first:>6.2f}s {median:>6.3f}s {percentile(latencies, 0.9):>6.3f}s "
+            f"{cold:>6.2f}s {median / cold:>8.1%}  {ok}"
+        )
+
+
+if __name__ == "__main__":
+    main()

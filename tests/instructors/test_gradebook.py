@@ -1,0 +1,87 @@
+"""The gradebook service and its exports, over a small class built with the factories."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Collection, Sequence
+from datetime import timedelta
+
+from sqlalchemy.orm import Session
+
+from app.instructors import exports, gradebook
+from tests.instructors.conftest import T0, Klass
+
+
+def ctx() -> gradebook.Context:
+    return gradebook.Context(now=T0 + timedelta(days=30))
+
+
+def test_one_row_per_student_with_best_scores_counts_late_and_flashcards(session: Session, klass: Klass) -> None:
+    book = gradebook.build(session=session, ctx=ctx())
+    assert [r.student.username for r in book.rows] == ["ada", "bob", "cyd"]  # students only, by name
+    assert [c.key for c in book.columns][:2] == ["quiz:ch35-quiz", "quiz:module-202"]
+    assert "lab:ring-allreduce" in [c.key for c in book.columns]
+    ada, bob, cyd = book.rows
+    assert ada.cell("quiz:module-202") == gradebook.Cell(24, 2, 1)  # best 24 of 2 attempts, the second late
+    assert ada.cell("lab:ring-allreduce") == gradebook.Cell(10, 2, 0)
+    assert bob.cell("quiz:ch35-quiz") == gradebook.Cell(15, 1, 0)
+    assert bob.cell("lab:ring-allreduce") == gradebook.Cell(None, 1, 0)  # failed: submitted, no score
+    assert bob.cell("flashcards:reviews").value == 8
+    assert bob.cell("flashcards:true_retention").value == 0.75  # 3 of 4 reviews in the review state passed
+    assert bob.cell("flashcards:cards_due").value == 4  # due two days after T0, looked at 30 days later
+    assert cyd.cells == {}
+    assert [g for g, _ in book.groups] == ["Quizzes", "Labs", "Flashcards"]
+
+
+def test_filter_by_name_sort_by_a_column_and_paginate(session: Session, klass: Klass) -> None:
+    assert [r.student.username for r in gradebook.build(session=session, ctx=ctx(), query="B").rows] == ["bob"]
+    by_lab = gradebook.build(session=session, ctx=ctx(), sort="lab:ring-allreduce", descending=True)
+    # Highest first; students without a score come last, whatever the direction.
+    assert [r.student.username for r in by_lab.rows] == ["ada", "bob", "cyd"]
+    by_reviews = gradebook.build(session=session, ctx=ctx(), sort="flashcards:reviews", descending=False)
+    assert [r.student.username for r in by_reviews.rows] == ["bob", "ada", "cyd"]
+    desc = gradebook.build(session=session, ctx=ctx(), descending=True)
+    assert [r.student.username for r in desc.rows] == ["cyd", "bob", "ada"]
+    page2 = gradebook.build(session=session, ctx=ctx(), per_page=2, page=2)
+    assert (page2.total, page2.pages, [r.student.username for r in page2.rows]) == (3, 2, ["cyd"])
+    sorted_page = gradebook.build(session=session, ctx=ctx(), sort="quiz:module-202", descending=True, per_page=1)
+    assert [r.student.username for r in sorted_page.rows] == ["ada"]
+    assert sorted_page.rows[0].cell("lab:ring-allreduce").value == 10  # the page's other columns are filled too
+    assert gradebook.build(session=session, ctx=ctx(), sort="no-such-column").sort == "name"
+    assert sorted_page.url(page=2) == "/instructor/gradebook?sort=quiz%3Amodule-202&desc=true&page=2"
+    assert sorted_page.sort_url("quiz:module-202") == "/instructor/gradebook?sort=quiz%3Amodule-202"
+
+
+def test_a_new_source_adds_columns_the_way_exercise_sets_will(session: Session, klass: Klass) -> None:
+    class Solved:
+        def columns(self, *, session: Session, ctx: gradebook.Context) -> list[gradebook.Column]:
+            return [gradebook.Column("exercises:ch35-exercises", "Exercise sets", "Chapter 35", "parts", 24)]
+
+        def cells(
+            self, columns: Sequence[gradebook.Column], user_ids: Collection[int] | None, *, session: Session,
+            ctx: gradebook.Context,
+        ) -> gradebook.Cells:  # fmt: skip
+            return {(klass.ada.id, "exercises:ch35-exercises"): gradebook.Cell(5, 5)}
+
+    book = gradebook.build(session=session, ctx=ctx(), sources=(*gradebook.SOURCES, Solved()))
+    assert book.rows[0].cell("exercises:ch35-exercises") == gradebook.Cell(5, 5)
+    assert "exercises:ch35-exercises:parts" in exports.gradebook_fields(book.columns)
+
+
+def test_gradebook_csv_has_one_header_row_and_stable_field_names(session: Session, klass: Klass) -> None:
+    book = gradebook.build(session=session, ctx=ctx(), per_page=None)
+    text = exports.to_csv(exports.gradebook_fields(book.columns), exports.gradebook_records(book))
+    rows = list(csv.reader(io.StringIO(text)))
+    header = rows[0]
+    assert header[:2] == ["student", "user_id"]
+    for field in ("quiz:module-202:best", "quiz:module-202:max", "quiz:module-202:attempts", "quiz:module-202:late",
+                  "lab:ring-allreduce:best", "lab:ring-allreduce:submissions", "lab:ring-allreduce:late",
+                  "flashcards:reviews", "flashcards:true_retention", "flashcards:cards_due"):  # fmt: skip
+        assert field in header
+    records = [dict(zip(header, r, strict=True)) for r in rows[1:]]
+    assert [r["student"] for r in records] == ["ada", "bob", "cyd"]
+    assert records[0]["quiz:module-202:best"] == "24" and records[0]["quiz:module-202:late"] == "1"
+    assert records[0]["quiz:module-202:max"] == "25"
+    assert records[1]["flashcards:true_retention"] == "0.75"
+    assert records[2]["quiz:module-202:best"] == "" and records[2]["quiz:module-202:attempts"] == "0"

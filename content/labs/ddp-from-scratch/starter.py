@@ -1,8 +1,8 @@
 """DDP from scratch: make every rank's gradients the gradients of the whole global batch.
 
 The default process group (backend gloo) is already initialised when this module is
-imported: use dist.get_rank() and dist.get_world_size(). The grader's driver.py (public,
-in the lab's files) owns the training loop; on every rank it does, for each step:
+imported: use dist.get_rank() and dist.get_world_size(). The grader's public driver (its loop
+is in the statement) trains the model; on every rank, each step, it does:
 
     loss = mean squared error over this rank's equal shard of the global batch
     loss.backward()

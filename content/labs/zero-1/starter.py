@@ -1,8 +1,8 @@
 """ZeRO stage 1: AdamW whose optimizer state is split across the ranks.
 
 The default process group (backend gloo) is already initialised when this module is
-imported: use dist.get_rank() and dist.get_world_size(). The grader's driver.py (public,
-in the lab's files) owns the training loop; on every rank, for each step, it does:
+imported: use dist.get_rank() and dist.get_world_size(). The grader's public driver (its loop
+is in the statement) trains the model; on every rank, each step, it does:
 
     optimizer.zero_grad()
     loss = mean squared error over this rank's shard of the global batch

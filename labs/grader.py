@@ -25,6 +25,7 @@ from labs.verdict import CheckResult, Status, Verdict, worst
 
 MAX_CODE = 256 * 1024  # the submission API refuses larger code with 413
 OUTPUT_BYTES = 16_384
+NPROC = 64  # processes (threads included) a rank's uid may have
 UID_BASE = 200_000
 
 
@@ -125,7 +126,7 @@ class Grader:
                 "cpu_s": int((time_limit_s or spec.time_limit_s) + 1),
                 "memory_mb": spec.memory_limit_mb,
                 "gpu_memory_mb": spec.gpu_memory_mb,
-                "nproc": 64,
+                "nproc": NPROC,
                 "nofile": 128,
                 "fsize": 16 << 20,
                 "output_bytes": OUTPUT_BYTES,
@@ -381,7 +382,8 @@ def summarise(groups: list[GroupRun], end: dict[str, Any], results: list[CheckRe
             what = "GPU memory (the lab's gpu_memory_mb)" if is_gpu_memory_error(e) else "memory (the limit)"
             notes.append(f"world size {g.world_size}, rank {rank} ran out of {what}")
         if g.status in ("time_limit", "deadlock", "crashed"):
-            statuses.append(g.status)  # type: ignore[arg-type]
+            # A rank at its process limit was busy forking, not waiting on a peer.
+            statuses.append("time_limit" if g.status == "deadlock" and forked_out(g) else g.status)  # type: ignore[arg-type]
             notes.append(f"world size {g.world_size}: {describe_end(g)}")
         elif errors and not memory:
             statuses.append("runtime_error")
@@ -418,8 +420,20 @@ def is_gpu_memory_error(e: dict[str, Any]) -> bool:
     return e.get("error") == "OutOfMemoryError" or "CUDA out of memory" in str(e.get("message"))
 
 
-def describe_end(g: GroupRun) -> str:
+def forked_out(g: GroupRun, nproc: int = NPROC) -> list[dict[str, Any]]:
+    """The ranks seen at (or within two of) their limit of processes and threads."""
+    return [r.info for r in g.ranks if int(r.info.get("processes") or 0) >= nproc - 2]
+
+
+def describe_end(g: GroupRun, nproc: int = NPROC) -> str:
     infos = [r.info for r in g.ranks]
+    bombs = forked_out(g, nproc)
+    if bombs:
+        i = bombs[0]
+        return (
+            f"rank {i['rank']} reached the limit of {nproc} processes and threads: it kept starting processes "
+            "(a fork bomb?) instead of finishing; a rank needs no processes of its own"
+        )
     if g.status == "crashed":
         dead = [i for i in infos if i.get("state") == "exited"]
         if dead:

@@ -50,6 +50,7 @@ class RankState:
     last_call: int | None = None
     status: int | None = None
     problem: str | None = None
+    processes: int = 0  # the most tasks (processes and threads) of this rank's uid seen alive at once
 
     def info(self, cpu_s: float, state: str) -> dict[str, Any]:
         code = sig = None
@@ -64,6 +65,7 @@ class RankState:
             "cpu_s": round(cpu_s, 3),
             "last_call": self.last_call,
             "problem": self.problem,
+            "processes": self.processes,
             "output": self.output.decode("utf-8", "replace"),
             "output_bytes": self.output_bytes,
         }
@@ -71,8 +73,15 @@ class RankState:
 
 def cpu_by_uid() -> dict[int, float]:
     """CPU seconds used so far by the live processes of each uid in this pid namespace."""
+    return usage_by_uid()[0]
+
+
+def usage_by_uid() -> tuple[dict[int, float], dict[int, int]]:
+    """Per uid in this pid namespace: CPU seconds used so far by its live processes, and their tasks
+    (threads included: what RLIMIT_NPROC counts)."""
     tick = os.sysconf("SC_CLK_TCK")
     out: dict[int, float] = {}
+    count: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -80,13 +89,16 @@ def cpu_by_uid() -> dict[int, float]:
             # The real uid from status: /proc/PID itself is owned by root once a rank's setuid
             # has made it non-dumpable, so its owner says nothing about whose process it is.
             with open(f"/proc/{name}/status") as f:
-                uid = int(next(line for line in f if line.startswith("Uid:")).split()[1])
+                status = f.read().splitlines()
+            uid = int(next(line for line in status if line.startswith("Uid:")).split()[1])
+            threads = int(next(line for line in status if line.startswith("Threads:")).split()[1])
             with open(f"/proc/{name}/stat") as f:
                 fields = f.read().rpartition(")")[2].split()
         except (OSError, StopIteration, ValueError):
             continue
         out[uid] = out.get(uid, 0.0) + (int(fields[11]) + int(fields[12])) / tick
-    return out
+        count[uid] = count.get(uid, 0) + threads
+    return out, count
 
 
 class Zygote:
@@ -192,7 +204,10 @@ class Zygote:
                 break
             # Sampled at most every SAMPLE_S: reading /proc for each message would slow every sync point.
             if not samples or now - samples[-1][0] >= SAMPLE_S:
-                cpu = {u: c for u, c in cpu_by_uid().items() if u in uids}
+                used, counts = usage_by_uid()
+                cpu = {u: c for u, c in used.items() if u in uids}
+                for rs in ranks:  # a fork bomb shows as a rank at its process limit
+                    rs.processes = max(rs.processes, counts.get(rs.uid, 0))
                 samples = [s for s in samples if now - s[0] <= STALL_S + 0.5] + [(now, cpu)]
             # A rank that keeps printing is busy even if the pipe, not the CPU, is what holds it up.
             active = self.busy(samples, ranks) or now - self.last_output < 1.0

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app.content.markdown import render as markdown
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep
-from app.errors import InvalidInput
+from app.errors import InvalidInput, NotFound
 from app.instructors import exports
 from app.labs import catalog, review, service, wire
 from app.labs.catalog import PublishedLab as Lab
@@ -116,6 +116,15 @@ def starter(lab_id: str, session: SessionDep) -> PlainTextResponse:
     lab = catalog.get_lab(session, lab_id)
     disposition = f'attachment; filename="{lab.id.replace("-", "_")}.py"'
     return PlainTextResponse(lab.starter, media_type="text/x-python", headers={"Content-Disposition": disposition})
+
+
+@router.get("/{lab_id}/public/{name}", response_class=PlainTextResponse)
+def public_file(lab_id: str, name: str, session: SessionDep) -> PlainTextResponse:
+    """A file the lab runs in every rank beside the student's code (``public_files``): not secret, so shown."""
+    lab = catalog.get_lab(session, lab_id)
+    if name not in lab.spec.public_files:
+        raise NotFound(f"Lab '{lab.id}' has no public file {name!r}.")
+    return PlainTextResponse(lab.files.get(name, ""), media_type="text/x-python")
 
 
 @router.post("/{lab_id}/submissions", response_class=HTMLResponse)

@@ -111,6 +111,7 @@ def test_fork_bomb_is_contained(grader) -> None:
     code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     v = grade(grader, code, time_limit_s=3)
     assert v.status == "time_limit", v.message
+    assert "reached the limit of 64 processes" in v.message and "fork bomb" in v.message, v.message
     assert v.score == 0
 
 

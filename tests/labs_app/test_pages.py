@@ -189,3 +189,11 @@ def test_instructors_see_every_submission_and_regrade(client: TestClient, sessio
     session.refresh(row)
     assert row.status == SubmissionStatus.queued and row.regrades == 2
     assert "Queued 1 job for re-grading" in client.get(r.headers["location"]).text
+
+
+def test_a_labs_public_driver_is_readable_from_its_page(client: TestClient) -> None:
+    page = client.get("/labs/ddp-from-scratch").text
+    assert 'href="/labs/ddp-from-scratch/public/driver.py"' in page
+    driver = client.get("/labs/ddp-from-scratch/public/driver.py")
+    assert driver.status_code == 200 and "def " in driver.text and "sync_gradients" in driver.text
+    assert client.get("/labs/ring-allreduce/public/driver.py").status_code == 404

@@ -51,6 +51,9 @@ def test_no_response_contains_checks_or_solutions(client: TestClient, session: S
             client.get(f"/api/v1/labs/{lab}"),
         ]
         responses += [client.get(f"/labs/{lab}/{name}") for name in ("checks.py", "solution.py")]
+        # The public files are served, and only they: asking for a trusted file by that route is 404.
+        responses += [client.get(f"/labs/{lab}/public/{name}") for name in ("checks.py", "solution.py", "lab.yaml")]
+        assert all(r.status_code == 404 for r in responses[-3:])
     responses += [client.get("/api/v1/labs"), client.get(f"/api/v1/submissions/{sid}", headers=auth)]
     text = "\n".join(r.text for r in responses)
     leaked = [line for line in secret_lines() if line in text]

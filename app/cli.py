@@ -126,10 +126,19 @@ def _lower_priority(nice: int) -> None:
     Grading is CPU-bound for whole seconds; a web request is milliseconds. On the web server's
     machine the niced ranks take the CPU the web process leaves, instead of half of it.
     """
+    import contextlib
     import os
 
-    if nice > 0:
-        os.nice(nice)
+    if nice <= 0:
+        return
+    os.nice(nice)
+    # Where the kernel groups processes by session (autogroup, on by default in Debian's and
+    # Ubuntu's kernels), niceness only orders processes within a group, and the groups share the
+    # CPU as equals: grading would use up the web process's group share. A worker started by
+    # `ringlab serve` (not a group leader) takes a session, so a group, of its own, niced the same.
+    with contextlib.suppress(OSError):
+        os.setsid()
+        Path("/proc/self/autogroup").write_text(f"{nice}\n")
 
 
 @db_app.command("upgrade")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -28,6 +29,11 @@ def test_the_worker_and_its_ranks_run_at_the_configured_niceness(
     [row] = wait_done(live_factory, [submit(live_factory, CONTENT_DIR, "collectives-p2p", code)], [worker])
     assert row.status == SubmissionStatus.graded, row.verdict
     assert niceness(worker.proc.pid) == 7
+    # A session of its own, so a scheduler group of its own where the kernel groups by session.
+    assert os.getsid(worker.proc.pid) == worker.proc.pid != os.getsid(0)
+    group = Path(f"/proc/{worker.proc.pid}/autogroup")
+    if group.exists():  # kernels built with autogroup
+        assert group.read_text().split()[-1] == "7" and group.read_text() != Path("/proc/self/autogroup").read_text()
     outputs = (row.verdict or {}).get("output", {})
     assert outputs and all("niceness 7" in text for text in outputs.values()), outputs
     worker.stop()

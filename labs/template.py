@@ -180,7 +180,12 @@ def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     from labs import zygote
 
+    environment = dict(os.environ)
     zygote.warm(json.loads(sys.argv[2]) if len(sys.argv) > 2 else [])
+    # Some imports set variables (torch._inductor its cache dir): a zygote starts with the
+    # sandbox's environment and nothing else, as a cold one does.
+    os.environ.clear()
+    os.environ.update(environment)
     control.sendall(b"ready\n")
     while True:
         message, fds, _, _ = socket.recv_fds(control, 4096, 2)

@@ -25,6 +25,7 @@ from app.content.loader import load_tree
 from app.content.models import ContentTree
 from app.content.service import sync_directory
 from app.db import READ_ONLY, make_engine, make_sessionmaker
+from app.labs import catalog
 from app.main import create_app
 from app.migrate import upgrade
 from tests.pg import PostgresCluster
@@ -116,6 +117,8 @@ def connection(engine: Engine) -> Iterator[Connection]:
         outer = conn.begin()
         yield conn
         outer.rollback()
+    # A lab version stored in this rolled-back transaction may be numbered again by the next test.
+    catalog.forget_versions()
 
 
 @pytest.fixture

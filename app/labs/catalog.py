@@ -66,6 +66,12 @@ def lab_version(session: Session, lab_id: str, version: int) -> PublishedLab | N
     return lab
 
 
+def forget_versions() -> None:
+    """Empty the cache of stored versions: for tests, whose rolled-back transactions reuse version numbers."""
+    with _lock:
+        _versions.clear()
+
+
 def current_versions(session: Session) -> dict[str, int]:
     """Each live lab's current version, in id order."""
     query = select(r.Lab.id, r.Lab.version).where(r.Lab.retired_at.is_(None)).order_by(r.Lab.id)

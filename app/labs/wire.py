@@ -72,6 +72,6 @@ def pictures(wire: Any, who: str) -> list[Picture]:
 def comparison(verdict: dict[str, Any]) -> list[dict[str, Any]]:
     """Per group: the student's picture beside the reference solution's, where the lab recorded one."""
     data = verdict.get("data") or {}
-    mine = pictures(data.get("wire"), "your code")
+    mine = pictures(data.get("wire"), "the submitted code")
     reference = {p.group: p for p in pictures(data.get("reference_wire"), "the reference solution")}
     return [{"group": p.group, "mine": p, "reference": reference.get(p.group)} for p in mine]

@@ -202,12 +202,11 @@ class Grader:
             "groups": [
                 {
                     "world_size": g.world_size,
-                    "port": 29500 + i,
                     "calls": [
                         {"fn": c.fn, "inplace": c.inplace, "measure": c.measure, "driver": c.driver} for c in g.cases
                     ],
                 }
-                for i, g in enumerate(groups)
+                for g in groups
             ],
         }
         end: dict[str, Any] = {"kind": None}

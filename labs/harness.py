@@ -270,7 +270,7 @@ def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: 
     os.environ["RINGLAB_SHARED_DIR"] = str(job.get("shared_dir") or SHARED_DIR)
     dist.init_process_group(
         backend,
-        init_method=f"tcp://127.0.0.1:{group['port']}",
+        init_method=f"file://{group['store']}",
         rank=rank,
         world_size=group["world_size"],
         timeout=timedelta(seconds=float(job["limits"]["wall_s"]) + 5),

@@ -141,9 +141,20 @@ class Zygote:
         os.mkdir(shared)
         os.chmod(shared, 0o777)
         self.job["shared_dir"] = shared
+        # The ranks meet through a file, not a TCP store: a TCP client that connects before rank 0
+        # listens backs off and retries, which cost 0.4-0.7 s in about one rendezvous in four.
+        rendezvous = os.path.join(base, "rendezvous")
+        os.mkdir(rendezvous)
+        os.chmod(rendezvous, 0o777)
+        self.job["rendezvous_dir"] = rendezvous
 
     def fork_ranks(self, g: int, group: dict[str, Any]) -> list[RankState]:
         ranks: list[RankState] = []
+        store = group["store"] = os.path.join(self.job["rendezvous_dir"], f"group-{g}")
+        # Made here, writable by every rank's uid: FileStore itself would create it 0644 as the first rank.
+        with open(store, "wb"):
+            pass
+        os.chmod(store, 0o666)
         for r in range(int(group["world_size"])):
             parent, child = socket.socketpair()
             out_r, out_w = os.pipe()

@@ -14,7 +14,7 @@ from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep
 from app.errors import InvalidInput, NotFound
 from app.instructors import exports
-from app.labs import catalog, review, service, wire
+from app.labs import catalog, listing, review, service, wire
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
@@ -71,8 +71,8 @@ def _lab_page(request: Request, lab: Lab, user: Any, current: Submission | None,
 
 
 @router.get("", response_class=HTMLResponse)
-def lab_list(request: Request, session: SessionDep) -> HTMLResponse:
-    return render(request, "labs/list.html", {"labs": list(catalog.all_labs(session).values())})
+def lab_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
+    return render(request, "labs/list.html", {"groups": listing.catalogue(user.id if user else None, session=session)})
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)

@@ -54,11 +54,12 @@ def call(base: str, method: str, path: str, body: Any = None, token: str | None 
         return exc.code, json.loads(exc.read() or b"null")
 
 
-def grade_once(base: str, token: str, code: str, poll: float) -> tuple[float, dict[str, Any]]:
+def grade_once(base: str, token: str, code: str, poll: float, lab: str = LAB) -> tuple[float, dict[str, Any]]:
+    """Submit ``code`` to ``lab`` and poll until it is graded: (seconds from POST to verdict, the submission)."""
     started = time.perf_counter()
-    status, created = call(base, "POST", f"/api/v1/labs/{LAB}/submissions", {"code": code}, token)
+    status, created = call(base, "POST", f"/api/v1/labs/{lab}/submissions", {"code": code}, token)
     if status != 202:
-        raise SystemExit(f"submitting failed: {status} {created}")
+        raise SystemExit(f"{lab}: submitting failed: {status} {created}")
     while True:
         _, body = call(base, "GET", f"/api/v1/submissions/{created['id']}", token=token)
         if body["status"] not in ("queued", "running"):

@@ -24,29 +24,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._server import free_port, wait_ready
 from bench.grading import percentile
-from bench.grading_api import call
+from bench.grading_api import call, grade_once
 
 REPO = Path(__file__).resolve().parents[1]
 CONTENT = REPO / "content"
 TARGET_S = 1.0
-
-
-def grade_once(base: str, token: str, lab: str, code: str, poll: float) -> tuple[float, dict[str, Any]]:
-    started = time.perf_counter()
-    status, created = call(base, "POST", f"/api/v1/labs/{lab}/submissions", {"code": code}, token)
-    if status != 202:
-        raise SystemExit(f"{lab}: submitting failed: {status} {created}")
-    while True:
-        _, body = call(base, "GET", f"/api/v1/submissions/{created['id']}", token=token)
-        if body["status"] not in ("queued", "running"):
-            return time.perf_counter() - started, body
-        time.sleep(poll)
 
 
 def _cold_rank(rank: int, world_size: int, port: int, folder: str, code: str, blob: str, shared: str) -> None:
@@ -140,13 +127,13 @@ def main() -> None:
                 token = call(base, "POST", "/api/v1/auth/token", user)[1]["access_token"]
                 for lab_id in chosen:
                     code = (CONTENT / "labs" / lab_id / "solution.py").read_text()  # the bench only: never served
-                    first, body = grade_once(base, token, lab_id, code, args.poll)
+                    first, body = grade_once(base, token, code, args.poll, lab_id)
                     if body["status"] != "graded" or body["score"] != body["max_score"]:
                         raise SystemExit(f"{lab_id}: the reference solution was not graded in full: {body}")
                     time.sleep(2)  # let the warm pool refill
                     latencies = []
                     for _ in range(args.n):
-                        latency, body = grade_once(base, token, lab_id, code, args.poll)
+                        latency, body = grade_once(base, token, code, args.poll, lab_id)
                         if body["score"] != body["max_score"]:
                             raise SystemExit(f"{lab_id}: a reference solution scored {body['score']}")
                         latencies.append(latency)

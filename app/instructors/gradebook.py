@@ -2,10 +2,9 @@
 
 Columns come from *sources* (``SOURCES``), each of which names its columns and fills its cells
 for a set of students with a few grouped queries (never one query per student). A new kind of
-column is a new source: the exercise sets' solved parts will be one (``ExerciseSetSource`` is
-its place), once solved parts are recorded.
+column is a new source (``ExerciseSetSource``: each exercise set's solved answer parts).
 
-Column keys are stable (``quiz:<quiz-id>``, ``lab:<lab-id>``, ``flashcards:reviews`` …): they
+Column keys are stable (``quiz:<quiz-id>``, ``lab:<lab-id>``, ``exercises:<set-id>``, ``flashcards:reviews`` …): they
 name the sort order, and the CSV and JSON fields (README, "Instructors").
 """
 
@@ -22,7 +21,8 @@ from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
 from app.accounts.models import Role, User
-from app.content.records import Question, Quiz
+from app.content.records import Exercise, ExerciseSet, Question, Quiz
+from app.exercises.models import PartProgress
 from app.flashcards.models import NEW, REVIEW, CardState, Review
 from app.labs import catalog
 from app.labs.models import Submission, SubmissionStatus
@@ -179,9 +179,47 @@ class FlashcardSource:
         return out
 
 
-# Exercise sets join here (solved parts per set) once solved parts are recorded: a source whose
-# columns are the live exercise sets and whose cells count each student's solved parts.
-SOURCES: tuple[Source, ...] = (QuizSource(), LabSource(), FlashcardSource())
+class ExerciseSetSource:
+    """Per exercise set with answer parts: parts solved (of all its parts) and parts tried."""
+
+    def columns(self, *, session: Session, ctx: Context) -> list[Column]:
+        sets = session.scalars(select(ExerciseSet).where(ExerciseSet.retired_at.is_(None)).order_by(ExerciseSet.id))
+        parts = self._part_counts(session)
+        return [
+            Column(f"exercises:{s.id}", "Exercises", s.title, "parts_tried", parts[s.id])
+            for s in sets
+            if parts.get(s.id)
+        ]
+
+    @staticmethod
+    def _part_counts(session: Session) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for set_id, parts in session.execute(
+            select(Exercise.set_id, Exercise.parts).where(Exercise.retired_at.is_(None))
+        ):
+            counts[set_id] = counts.get(set_id, 0) + len(parts or [])
+        return counts
+
+    def cells(
+        self, columns: Sequence[Column], user_ids: Collection[int] | None, *, session: Session, ctx: Context
+    ) -> Cells:
+        ids = [c.key.removeprefix("exercises:") for c in columns]
+        if not ids:
+            return {}
+        P = PartProgress
+        solved = func.sum(case((P.solved_at.is_not(None), 1), else_=0))
+        tried = func.sum(case(((P.attempts > 0) | P.solved_at.is_not(None) | P.revealed_at.is_not(None), 1), else_=0))
+        query = (
+            select(P.user_id, Exercise.set_id, solved, tried)
+            .join(Exercise, Exercise.id == P.exercise_id)
+            .where(Exercise.set_id.in_(ids))
+            .group_by(P.user_id, Exercise.set_id)
+        )
+        rows = session.execute(_for_users(query, P.user_id, user_ids)).all()
+        return {(uid, f"exercises:{sid}"): Cell(int(n or 0), int(t or 0)) for uid, sid, n, t in rows}
+
+
+SOURCES: tuple[Source, ...] = (QuizSource(), LabSource(), ExerciseSetSource(), FlashcardSource())
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def test_one_row_per_student_with_best_scores_counts_late_and_flashcards(session
     assert bob.cell("flashcards:true_retention").value == 0.75  # 3 of 4 reviews in the review state passed
     assert bob.cell("flashcards:cards_due").value == 4  # due two days after T0, looked at 30 days later
     assert cyd.cells == {}
-    assert [g for g, _ in book.groups] == ["Quizzes", "Labs", "Flashcards"]
+    assert [g for g, _ in book.groups] == ["Quizzes", "Labs", "Exercises", "Flashcards"]
 
 
 def test_filter_by_name_sort_by_a_column_and_paginate(session: Session, klass: Klass) -> None:
@@ -85,3 +85,19 @@ def test_gradebook_csv_has_one_header_row_and_stable_field_names(session: Sessio
     assert records[0]["quiz:module-202:max"] == "25"
     assert records[1]["flashcards:true_retention"] == "0.75"
     assert records[2]["quiz:module-202:best"] == "" and records[2]["quiz:module-202:attempts"] == "0"
+
+
+def test_exercise_sets_count_solved_and_tried_parts(session: Session, klass: Klass) -> None:
+    from app.exercises import progress
+
+    ada = next(r.student for r in gradebook.build(session=session, ctx=ctx()).rows if r.student.username == "ada")
+    progress.answer_part("ex-26-1", "a-global-batch", ada.id, "2048", session=session, now=T0)
+    progress.answer_part("ex-26-1", "a-sync-steps", ada.id, "1", session=session, now=T0)  # tried, wrong
+    session.commit()
+    book = gradebook.build(session=session, ctx=ctx())
+    column = next(c for c in book.columns if c.key == "exercises:ch26-exercises")
+    assert column.group == "Exercises" and column.max_score and column.max_score > 10
+    row = next(r for r in book.rows if r.student.username == "ada")
+    assert row.cell("exercises:ch26-exercises") == gradebook.Cell(1, 2, 0)
+    record = next(r for r in exports.gradebook_records(book) if r["student"] == "ada")
+    assert record["exercises:ch26-exercises:best"] == 1 and record["exercises:ch26-exercises:parts_tried"] == 2

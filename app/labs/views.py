@@ -14,7 +14,7 @@ from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep
 from app.errors import InvalidInput, NotFound
 from app.instructors import exports
-from app.labs import catalog, listing, review, service, wire
+from app.labs import catalog, charts, listing, review, service, wire
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
@@ -54,6 +54,7 @@ def result_view(submission: Submission | None, lab: Lab, *, session: Session) ->
         "checks": checks,
         "volume": service.volume_table(checks),
         "wire": wire.comparison(verdict or {}),
+        "charts": charts.check_charts(checks),
         "output": sorted((verdict or {}).get("output", {}).items()),
         "poll_ms": POLL_MS,
     }

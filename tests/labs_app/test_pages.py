@@ -23,7 +23,15 @@ VERDICT = {
     "elapsed_s": 0.61,
     "message": "Each rank sends only to rank + 1: world size 2: rank 0 sent 9 bytes to rank 0",
     "checks": [
-        {"id": "ring-all-reduce", "title": "t", "points": 4, "passed": True, "score": 4, "message": "all right"},
+        {
+            "id": "ring-all-reduce",
+            "title": "t",
+            "points": 4,
+            "passed": True,
+            "score": 4,
+            "message": "all right",
+            "data": {"chart": {"title": "Loss curves", "series": [{"name": "mine", "points": [[0, 1.0], [1, 0.5]]}]}},
+        },
         {
             "id": "ring-neighbours",
             "title": "t",
@@ -120,6 +128,8 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     # The communication picture: the student's byte matrix beside the reference's, exact numbers on hover.
     assert done.text.count('class="chart wire-map"') == 2
     assert "rank 0 → rank 1: 4,242 bytes" in done.text and "rank 1 → rank 0: 3,000 bytes" in done.text
+    # A check that asks for a chart gets it, drawn on the server.
+    assert 'class="chart line-chart"' in done.text and 'aria-label="Loss curves"' in done.text
     history = client.get("/labs/ring-allreduce/history", headers=HX).text
     assert f"/labs/submissions/{sid}" in history and "6/10" in history
     full = client.get(f"/labs/submissions/{sid}")

@@ -19,6 +19,7 @@ What it returns is compared, outside your code, with the same measurement made t
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import torch
@@ -182,9 +183,9 @@ def _number(value: Any) -> float | str:
     """A figure as a float, or why it is not one."""
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy numbers too
         return f"not a number ({type(value).__name__})"
-    if not math.isfinite(value):
+    if not math.isfinite(float(value)):
         return f"not finite ({value})"
     return float(value)
 

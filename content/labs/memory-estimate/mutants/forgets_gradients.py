@@ -1,0 +1,36 @@
+# forgets the gradients: counts parameters, AdamW state and activations, but no .grad buffers
+
+import torch
+
+
+def estimate_memory_consumption(model: torch.nn.Module, batch: torch.Tensor, checkpointing: bool) -> dict:
+    params = list(model.parameters())
+    trainable = [p for p in params if p.requires_grad]
+    parameters = sum(p.numel() * p.element_size() for p in params)
+    gradients = 0  # the gradients are not part of the model
+    optimizer_state = 2 * sum(p.numel() * p.element_size() for p in trainable)
+
+    own = {p.untyped_storage().data_ptr() for p in params}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in own:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    before = model.checkpointing
+    model.checkpointing = checkpointing
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(batch)
+    finally:
+        model.checkpointing = before
+    activations = sum(saved.values())
+    return {
+        "parameters": parameters,
+        "gradients": gradients,
+        "optimizer_state": optimizer_state,
+        "activations": activations,
+        "total": parameters + gradients + optimizer_state + activations,
+    }

@@ -48,7 +48,7 @@ class ShardedSampler:
 
     def __iter__(self):
         rng = np.random.default_rng([self.seed, self.epoch])
-        order = rng.permutation(self.n).tolist() if self.shuffle else list(range(self.n))
+        order = list(rng.permutation(self.n)) if self.shuffle else list(range(self.n))  # numpy integers
         order += order[: self.per * self.replicas - self.n]
         yield from order[self.rank * self.per : (self.rank + 1) * self.per]
 

@@ -56,16 +56,19 @@ def _name(config: dict[str, Any]) -> str:
     return f"data set of {config['size']}" + ("" if config["shuffle"] else " with shuffle=False")
 
 
+def _ints(values: Any) -> bool:
+    return isinstance(values, list) and all(type(i) is int for i in values)
+
+
 def _valid(tree: Any, configs: int) -> bool:
     if not isinstance(tree, dict) or not isinstance(tree.get("configs"), list) or len(tree["configs"]) != configs:
         return False
     keys = ("epochs", "again", "fresh")
     return all(
         isinstance(c, dict)
-        and all(isinstance(c.get(k), list) and len(c[k]) == EPOCHS for k in keys)
-        and all(isinstance(t, torch.Tensor) and t.dim() == 1 for k in keys for t in c[k])
-        and isinstance(c.get("lens"), torch.Tensor)
-        and isinstance(c.get("other_seed"), torch.Tensor)
+        and all(isinstance(c.get(k), list) and len(c[k]) == EPOCHS and all(map(_ints, c[k])) for k in keys)
+        and _ints(c.get("lens"))
+        and _ints(c.get("other_seed"))
         for c in tree["configs"]
     )
 
@@ -130,7 +133,7 @@ def _coverage_problem(g: Any, config: dict[str, Any], ranks: list[dict[str, Any]
     for e in range(EPOCHS):
         owners: dict[int, list[int]] = {}
         for r, c in enumerate(ranks):
-            for i in c["epochs"][e].tolist():
+            for i in c["epochs"][e]:
                 owners.setdefault(i, []).append(r)
         outside = sorted(i for i in owners if not 0 <= i < size)
         if outside:
@@ -181,7 +184,7 @@ def _count_problem(g: Any, config: dict[str, Any], ranks: list[dict[str, Any]]) 
                 f" ceil({size} / {n}) = {due}"
             )
         for r, c in enumerate(ranks):
-            declared = c["lens"].tolist()
+            declared = c["lens"]
             if len(declared) != EPOCHS or declared[e] != counts[r]:
                 got = declared[e] if e < len(declared) else "nothing"
                 return f"epoch {e}: rank {r}'s len(sampler) is {got} but it yielded {counts[r]} indices"
@@ -212,9 +215,9 @@ def _epoch_problem(g: Any, config: dict[str, Any], ranks: list[dict[str, Any]]) 
     for e in range(EPOCHS - 1):
         for r, c in enumerate(ranks):
             a, b = c["epochs"][e], c["epochs"][e + 1]
-            if torch.equal(a, b):
+            if a == b:
                 return f"rank {r} yielded exactly the same indices in epochs {e} and {e + 1}"
-            if torch.equal(torch.sort(a).values, torch.sort(b).values):
+            if sorted(a) == sorted(b):
                 return f"rank {r} got the same examples in epochs {e} and {e + 1}, only in another order"
     return None
 
@@ -239,9 +242,9 @@ def epochs_differ(facts: Facts) -> Outcome:
 def _determinism_problem(g: Any, config: dict[str, Any], ranks: list[dict[str, Any]]) -> str | None:
     for e in range(EPOCHS):
         for r, c in enumerate(ranks):
-            if not torch.equal(c["again"][e], c["epochs"][e]):
+            if c["again"][e] != c["epochs"][e]:
                 return f"epoch {e}: rank {r}'s second pass over the sampler yielded other indices than its first"
-            if not torch.equal(c["fresh"][e], c["epochs"][e]):
+            if c["fresh"][e] != c["epochs"][e]:
                 return (
                     f"epoch {e}: a new sampler with the same seed (set_epoch called for epochs"
                     f" {EPOCHS - 1}..0) yielded other indices on rank {r}"
@@ -249,12 +252,10 @@ def _determinism_problem(g: Any, config: dict[str, Any], ranks: list[dict[str, A
     if not config["shuffle"]:
         for e in range(1, EPOCHS):
             for r, c in enumerate(ranks):
-                if not torch.equal(c["epochs"][e], c["epochs"][0]):
+                if c["epochs"][e] != c["epochs"][0]:
                     return f"shuffle=False, but rank {r}'s indices in epoch {e} differ from epoch 0"
         return None
-    ours = torch.cat([c["epochs"][0] for c in ranks])
-    other = torch.cat([c["other_seed"] for c in ranks])
-    if torch.equal(ours, other):
+    if all(c["epochs"][0] == c["other_seed"] for c in ranks):
         return f"seeds {config['seed']} and {config['seed'] + 1} gave the same indices in epoch 0 on every rank"
     return None
 

@@ -12,29 +12,29 @@ lists go back to the grader, which puts the ranks' lists side by side outside yo
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Any
 
-import torch
 import torch.distributed as dist
 
 
-def indices(sampler: Any, size: int) -> torch.Tensor:
-    """What one pass over ``sampler`` yields, as an int64 tensor (at most ``4 * size + 8`` items)."""
+def indices(sampler: Any, size: int) -> list[int]:
+    """What one pass over ``sampler`` yields, as a list of ints (at most ``4 * size + 8`` items).
+
+    Plain lists, not tensors: they load about ten times faster on the grader's side.
+    """
     out = []
     for i in itertools.islice(iter(sampler), 4 * size + 8):
-        if isinstance(i, torch.Tensor):
-            if i.numel() != 1:
-                raise TypeError(
-                    f"the sampler yielded a tensor of shape {tuple(i.shape)}: yield one int index at a time"
-                )
-            i = i.item()
-        if isinstance(i, bool) or not isinstance(i, int):
-            raise TypeError(f"the sampler yielded {i!r} ({type(i).__name__}): yield int indices")
-        out.append(i)
-    return torch.tensor(out, dtype=torch.int64)
+        try:
+            if isinstance(i, bool):
+                raise TypeError
+            out.append(operator.index(i))  # ints, numpy integers, one-element integer tensors
+        except TypeError:
+            raise TypeError(f"the sampler yielded {i!r} ({type(i).__name__}): yield int indices") from None
+    return out
 
 
-def epochs(sampler: Any, size: int, order: list[int]) -> dict[int, torch.Tensor]:
+def epochs(sampler: Any, size: int, order: list[int]) -> dict[int, list[int]]:
     """``set_epoch(e)`` then one pass, for each epoch ``e`` in ``order``."""
     seen = {}
     for e in order:
@@ -72,7 +72,7 @@ def sample(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
             {
                 "epochs": first,
                 "again": again,
-                "lens": torch.tensor(lens, dtype=torch.int64),
+                "lens": lens,
                 "fresh": [fresh[e] for e in order],
                 "other_seed": other,
             }

@@ -1,0 +1,26 @@
+# drops the remainder instead of padding: floor(size / N) indices per rank, the last few samples never seen
+from collections.abc import Iterator
+
+import torch
+
+
+class ShardedSampler(torch.utils.data.Sampler[int]):
+    def __init__(self, dataset_size: int, num_replicas: int, rank: int, shuffle: bool = True, seed: int = 0) -> None:
+        self.dataset_size, self.num_replicas, self.rank = dataset_size, num_replicas, rank
+        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        self.num_samples = dataset_size // num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        if self.shuffle:
+            gen = torch.Generator().manual_seed(self.seed + self.epoch)
+            order = torch.randperm(self.dataset_size, generator=gen).tolist()
+        else:
+            order = list(range(self.dataset_size))
+        start = self.rank * self.num_samples
+        return iter(order[start : start + self.num_samples])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch

@@ -1,0 +1,27 @@
+# takes a fixed strided shard and only shuffles within it: a rank sees the same examples every epoch
+from collections.abc import Iterator
+
+import torch
+
+
+class ShardedSampler(torch.utils.data.Sampler[int]):
+    def __init__(self, dataset_size: int, num_replicas: int, rank: int, shuffle: bool = True, seed: int = 0) -> None:
+        self.dataset_size, self.num_replicas, self.rank = dataset_size, num_replicas, rank
+        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        self.num_samples = -(-dataset_size // num_replicas)
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        order = list(range(self.dataset_size))
+        order += order[: self.total_size - len(order)]
+        mine = order[self.rank : self.total_size : self.num_replicas]
+        if self.shuffle:
+            gen = torch.Generator().manual_seed(self.seed + self.epoch)
+            mine = [mine[i] for i in torch.randperm(len(mine), generator=gen).tolist()]
+        return iter(mine)
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch

@@ -1,0 +1,29 @@
+"""Reference solution for distributed-sampler (the project's tests only; never shown to students)."""
+
+from collections.abc import Iterator
+
+import torch
+
+
+class ShardedSampler(torch.utils.data.Sampler[int]):
+    def __init__(self, dataset_size: int, num_replicas: int, rank: int, shuffle: bool = True, seed: int = 0) -> None:
+        self.dataset_size, self.num_replicas, self.rank = dataset_size, num_replicas, rank
+        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        self.num_samples = -(-dataset_size // num_replicas)  # ceil: every rank gets as many
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        if self.shuffle:
+            gen = torch.Generator().manual_seed(self.seed + self.epoch)  # same on every rank
+            order = torch.randperm(self.dataset_size, generator=gen).tolist()
+        else:
+            order = list(range(self.dataset_size))
+        padding = self.total_size - len(order)
+        order += (order * (padding // len(order) + 1))[:padding]  # repeat the first indices
+        return iter(order[self.rank : self.total_size : self.num_replicas])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch

@@ -336,10 +336,8 @@ def _series(curves: Any, batches: list[int]) -> list[dict[str, Any]]:
         rows = curves.get(name) if isinstance(curves, dict) else None
         if not isinstance(rows, torch.Tensor) or rows.dim() != 2 or rows.shape[0] != len(batches):
             continue
-        for size, row in zip(batches, rows.tolist(), strict=True):
-            points = [
-                [step + 1, round(math.log10(v), 5)] for step, v in enumerate(row[:200]) if v > 0 and math.isfinite(v)
-            ]
+        for size, row in zip(batches, rows[:, :200].tolist(), strict=True):
+            points = [[step + 1, round(math.log10(v), 5)] for step, v in enumerate(row) if v > 0 and math.isfinite(v)]
             series.append({"name": f"{label}, batch {size}", "points": points})
     return series
 
@@ -383,6 +381,8 @@ def convergence(facts: Facts) -> Outcome:
 def _curve_problem(row: Any, want: torch.Tensor, size: int, facts: Facts) -> str:
     if row is None:
         return "The convergence runs did not finish: fix the error the first-step check shows."
+    if row.shape != want.shape:
+        return f"At batch {size} the losses have shape {tuple(row.shape)}, expected {tuple(want.shape)}."
     if bool(torch.isnan(row).all()):
         return (
             f"At batch {size} step(closure) returned no loss: step must call the closure (under"

@@ -1,0 +1,407 @@
+"""Trusted checks for lamb: per-submission inputs, a float64 LAMB written here, the rules.
+
+Never mounted into the sandbox. The reference LAMB below is independent of the student's
+``torch.optim.Optimizer`` machinery: it runs on this lab's own copy of the public driver's model
+and data, with the exercise's update rule written out step by step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.public import load_public
+
+DIMS = [16, 48, 32, 4]  # the graded 3-layer MLP; its three biases start at zero
+BATCH = 64
+STEPS = 5
+HYPER = {"lr": 0.02, "betas": (0.9, 0.999), "eps": 1e-6, "weight_decay": 0.1}
+CURVES = {
+    "curve_dims": [8, 32, 32, 1],
+    "batches": [32, 256, 2048],  # the exercise's 256, 2048, 16384 scaled down 8 times
+    "curve_size": 2048,
+    "curve_steps": 20,
+    "curve_lr": 0.02,  # at batch 32; sqrt-scaled with the batch size
+    "curve_weight_decay": 0.01,
+}
+TOLERANCE = (1e-9, 1e-12)  # (rtol, atol) in float64
+CURVE_TOLERANCE = (1e-6, 1e-9)
+
+
+class ReferenceLamb:
+    """LAMB as the exercise states it, float64, one trust ratio per parameter tensor."""
+
+    def __init__(self, params: Iterable[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-6, weight_decay: float = 0.0) -> None:  # fmt: skip
+        self.params = list(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+        self.t = 0
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
+        loss = closure() if closure is not None else None
+        self.t += 1
+        beta1, beta2 = self.betas
+        with torch.no_grad():
+            for p, m, v in zip(self.params, self.m, self.v, strict=True):
+                g = p.grad
+                m.copy_(beta1 * m + (1 - beta1) * g)
+                v.copy_(beta2 * v + (1 - beta2) * g * g)
+                m_hat, v_hat = m / (1 - beta1**self.t), v / (1 - beta2**self.t)
+                u = m_hat / (v_hat.sqrt() + self.eps) + self.weight_decay * p
+                w_norm, u_norm = float(p.norm()), float(u.norm())
+                r = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+                p.sub_(self.lr * r * u)
+        return loss
+
+
+def reference(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The graded run and the LAMB convergence runs, with ``ReferenceLamb``."""
+    driver = load_public(__file__, "driver")
+    dims, batch = list(inputs["dims"]), int(inputs["batch"])
+    model = driver.build_model(int(inputs["seed"]), dims)
+    optimizer = ReferenceLamb(model.parameters(), lr=inputs["lr"], betas=tuple(inputs["betas"]),
+                              eps=inputs["eps"], weight_decay=inputs["weight_decay"])  # fmt: skip
+    first: dict[str, torch.Tensor] = {}
+    for step in range(int(inputs["steps"])):
+        optimizer.zero_grad()
+        x, y = driver.make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
+        driver.loss_fn(model, x, y).backward()
+        optimizer.step()
+        if step == 0:
+            first = {name: p.detach().clone() for name, p in model.named_parameters()}
+    wd = float(inputs["curve_weight_decay"])
+    lamb = [
+        driver.run_curve(lambda p, lr: ReferenceLamb(p, lr=lr, weight_decay=wd), inputs, int(size))
+        for size in inputs["batches"]
+    ]
+    return {
+        "first": first,
+        "params": {name: p.detach().clone() for name, p in model.named_parameters()},
+        "curves": {"lamb": torch.tensor(lamb, dtype=torch.float64)},
+    }
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, **HYPER, **CURVES}
+    expected = reference(inputs)
+    return [
+        Case(
+            check="first-step",
+            fn="Lamb",
+            driver="train",
+            label=f"{STEPS} LAMB steps of an MLP {'-'.join(map(str, DIMS))} with zero biases",
+            inputs=[dict(inputs) for _ in range(world_size)],
+            expected=[expected for _ in range(world_size)],
+            parts={"first-step": ["first"], "parameters": ["params"], "convergence": ["curves"]},
+            tolerance={"first": TOLERANCE, "params": TOLERANCE, "curves": CURVE_TOLERANCE},
+        )
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules: per-tensor partial credit, a diagnosis of the first step, the convergence picture.
+
+
+def _runs(facts: Facts) -> list[tuple[Any, int, Case, int]]:
+    return [(g, i, c, r) for g in facts.groups for i, c in enumerate(g.cases) for r in range(g.world_size)]
+
+
+def _right(got: Any, want: torch.Tensor, tol: tuple[float, float] = TOLERANCE) -> bool:
+    return (
+        isinstance(got, torch.Tensor)
+        and got.shape == want.shape
+        and bool(torch.isfinite(got).all())
+        and torch.allclose(got.to(torch.float64), want, rtol=tol[0], atol=tol[1])
+    )
+
+
+def _score(facts: Facts, key: str, names: Callable[[dict[str, Any]], list[str]]) -> tuple[int, int]:
+    """(right tensors, tensors) at ``result[key][name]`` over every run, for the names chosen."""
+    right = total = 0
+    for g, i, case, r in _runs(facts):
+        want = case.expected[r][key]
+        tree = result(g, i, r)
+        got = tree.get(key) if isinstance(tree, dict) else None
+        for name in names(want):
+            total += 1
+            right += _right(got.get(name) if isinstance(got, dict) else None, want[name])
+    return right, total
+
+
+_VARIANTS: dict[int, dict[str, dict[str, torch.Tensor]]] = {}  # by seed: each rule's hint asks again
+
+
+def _variants(inputs: dict[str, Any]) -> dict[str, dict[str, torch.Tensor]]:
+    """The first step as common mistakes compute it, per tensor (cached for the last few seeds)."""
+    seed = int(inputs["seed"])
+    if seed not in _VARIANTS:
+        if len(_VARIANTS) >= 8:
+            _VARIANTS.clear()
+        _VARIANTS[seed] = _compute_variants(inputs)
+    return _VARIANTS[seed]
+
+
+def _compute_variants(inputs: dict[str, Any]) -> dict[str, dict[str, torch.Tensor]]:
+    driver = load_public(__file__, "driver")
+    dims = list(inputs["dims"])
+    model = driver.build_model(int(inputs["seed"]), dims)
+    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    driver.loss_fn(model, x, y).backward()
+    lr, wd, eps = float(inputs["lr"]), float(inputs["weight_decay"]), float(inputs["eps"])
+    b1, b2 = (float(b) for b in inputs["betas"])
+    w = {n: p.detach().clone() for n, p in model.named_parameters()}
+    g = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    def ratio(wn: float, un: float) -> float:
+        return wn / un if wn > 0 and un > 0 else 1.0
+
+    def per_tensor(u: dict[str, torch.Tensor], r: Callable[[str], float]) -> dict[str, torch.Tensor]:
+        return {n: w[n] - lr * r(n) * u[n] for n in w}
+
+    adam = {n: g[n] / (g[n].abs() + eps) for n in w}  # m_hat / (sqrt(v_hat) + eps) at t = 1
+    u = {n: adam[n] + wd * w[n] for n in w}
+    raw = {n: (1 - b1) * g[n] / (((1 - b2) * g[n] * g[n]).sqrt() + eps) + wd * w[n] for n in w}
+    l2 = {n: g[n] + wd * w[n] for n in w}
+    u_l2 = {n: l2[n] / (l2[n].abs() + eps) for n in w}
+    u_sqrt = {n: g[n] / (g[n] * g[n] + eps).sqrt() + wd * w[n] for n in w}
+    w_all = math.sqrt(sum(float(t.norm()) ** 2 for t in w.values()))
+    u_all = math.sqrt(sum(float(t.norm()) ** 2 for t in u.values()))
+    norm = {n: (float(w[n].norm()), float(u[n].norm())) for n in w}
+    return {
+        "Adam's moments are used without bias correction: divide m by 1 - beta1^t and v by 1 - beta2^t,"
+        " with t counting steps from 1": per_tensor(raw, lambda n: ratio(float(w[n].norm()), float(raw[n].norm()))),
+        "the weight decay went into the gradient (L2 regularisation, as Adam does); LAMB adds"
+        " weight_decay * w to the update u after the Adam ratio (decoupled)": per_tensor(
+            u_l2, lambda n: ratio(float(w[n].norm()), float(u_l2[n].norm()))
+        ),
+        "eps is inside the square root: the denominator is sqrt(v_hat) + eps, not sqrt(v_hat + eps)": per_tensor(
+            u_sqrt, lambda n: ratio(float(w[n].norm()), float(u_sqrt[n].norm()))
+        ),
+        "one trust ratio is taken over all the parameters together (the norms of the whole model);"
+        " LAMB takes r = ||w|| / ||u|| separately for each parameter tensor": per_tensor(
+            u, lambda n: ratio(w_all, u_all)
+        ),
+        "the trust ratio is inverted: r = ||w|| / ||u||, not ||u|| / ||w||": per_tensor(
+            u, lambda n: ratio(norm[n][1], norm[n][0])
+        ),
+        "no trust ratio was applied (r = 1 for every tensor): scale each tensor's update by"
+        " r = ||w|| / ||u||": per_tensor(u, lambda n: 1.0),
+        "no weight decay was applied: the update is u = m_hat / (sqrt(v_hat) + eps) + weight_decay * w": per_tensor(
+            adam, lambda n: ratio(float(w[n].norm()), float(adam[n].norm()))
+        ),
+    }
+
+
+def _close(a: Any, b: torch.Tensor) -> bool:
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, rtol=1e-7, atol=1e-10)
+
+
+def _diagnose(case: Case, got: dict[str, Any], names: list[str]) -> str | None:
+    """What the first step at ``names`` looks like, if it is one of the common mistakes."""
+    variants = _variants(case.inputs[0])
+    for advice, variant in variants.items():
+        if all(_close(got.get(n), variant[n]) for n in names):
+            return f"The parameters are what you get when {advice}."
+    return None
+
+
+ZERO_BIAS = (
+    "The biases start at zero, so their norm ||w|| is 0 and r = ||w|| / ||u|| would be 0 (or 0/0):"
+    " take r = 1 when either norm is 0, so that a zero-initialised tensor moves by lr * u on the first step."
+)
+
+
+def _describe(key: str, name: str, got: Any, want: torch.Tensor) -> str:
+    """Where a tensor is wrong: its path and largest error, expected vs got to six significant digits."""
+    if not isinstance(got, torch.Tensor):
+        return f'{key}["{name}"] is missing'
+    if got.shape != want.shape:
+        return f'{key}["{name}"] has shape {tuple(got.shape)}, expected {tuple(want.shape)}'
+    delta = (got.to(torch.float64) - want).abs().nan_to_num(math.inf)
+    at = tuple(int(k) for k in torch.unravel_index(delta.argmax(), delta.shape))
+    index = ", ".join(map(str, at))
+    return f'{key}["{name}"][{index}] is {float(got[at]):.6g}, expected {float(want[at]):.6g}'
+
+
+def _first_failure(facts: Facts, key: str, names: Callable[[dict[str, Any]], list[str]]) -> tuple[str, Any]:
+    """The first wrong tensor at ``result[key][name]``, described, and the run it came from."""
+    for g, i, case, r in _runs(facts):
+        want = case.expected[r][key]
+        tree = result(g, i, r)
+        if not isinstance(tree, dict):
+            return f"{g.name}: {case_failure(g, i, r) or 'no result'}", None
+        got = tree.get(key) if isinstance(tree.get(key), dict) else {}
+        for name in names(want):
+            if not _right(got.get(name), want[name]):
+                return f"{g.name}, {case.label}: {_describe(key, name, got.get(name), want[name])}", (g, i, case, r)
+    return "", None
+
+
+def _tensor_rule(facts: Facts, key: str, names: Callable[[dict[str, Any]], list[str]], ok: str,
+                 hint: Callable[[Any], str]) -> Outcome:  # fmt: skip
+    """Partial credit: the share of the tensors at ``result[key]`` (``names`` of them) that are right."""
+    right, total = _score(facts, key, names)
+    data: dict[str, Any] = {"tensors": total, "right": right}
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if right == total:
+        return Outcome(True, ok, data, fraction=1.0)
+    where, run = _first_failure(facts, key, names)
+    advice = hint(run) if run else ""
+    message = f"{right} of {total} tensors right. {where}." + (f" {advice}" if advice else "")
+    return Outcome(False, message, data, fraction=right / total)
+
+
+def _all(tree: dict[str, Any]) -> list[str]:
+    return list(tree)
+
+
+def _biases(tree: dict[str, Any]) -> list[str]:
+    return [n for n in tree if n.endswith("bias")]
+
+
+FIRST_STEP = (
+    "After one step each tensor must be w - lr * r * u with u = m_hat / (sqrt(v_hat) + eps) + weight_decay * w"
+    " (bias-corrected moments, t = 1) and r = ||w|| / ||u|| for that tensor (1 if either norm is 0)."
+)
+
+
+def _first_step_hint(run: Any) -> str:
+    g, i, case, r = run
+    got = result(g, i, r).get("first")
+    if not isinstance(got, dict):
+        return FIRST_STEP
+    want = case.expected[r]["first"]
+    found = _diagnose(case, got, list(want))
+    if found:
+        return found
+    weights = [n for n in want if not n.endswith("bias")]
+    if all(_right(got.get(n), want[n]) for n in weights):
+        return "The weights are right but the biases are not. " + ZERO_BIAS
+    return FIRST_STEP
+
+
+def first_step(facts: Facts) -> Outcome:
+    ok = "every parameter tensor after the first step equals the trusted float64 LAMB"
+    return _tensor_rule(facts, "first", _all, ok, _first_step_hint)
+
+
+def _bias_hint(run: Any) -> str:
+    g, i, case, r = run
+    got = result(g, i, r).get("first")
+    if not isinstance(got, dict):
+        return ZERO_BIAS
+    names = _biases(case.expected[r]["first"])
+    if all(isinstance(got.get(n), torch.Tensor) and not bool(got[n].any()) for n in names):
+        return "Your biases are still all zero after the first step. " + ZERO_BIAS
+    if any(isinstance(got.get(n), torch.Tensor) and not bool(torch.isfinite(got[n]).all()) for n in names):
+        return "Your biases hold NaN or inf after the first step (0 / 0 in the trust ratio?). " + ZERO_BIAS
+    found = _diagnose(case, got, names)
+    return found or "A zero tensor's step is lr * u with u = m_hat / (sqrt(v_hat) + eps) (its decay term is 0)."
+
+
+def zero_biases(facts: Facts) -> Outcome:
+    ok = "the zero-initialised biases moved on the first step, by exactly lr * u (trust ratio 1)"
+    return _tensor_rule(facts, "first", _biases, ok, _bias_hint)
+
+
+def parameters(facts: Facts) -> Outcome:
+    def hint(run: Any) -> str:
+        if not first_step(facts).passed:
+            return "The first step was already wrong: fix that first (see its check)."
+        return (
+            "The first step is right, so look at what carries over: keep m and v per tensor across steps"
+            " (self.state[p]), count t = 1, 2, ... per tensor for the bias corrections, and recompute the"
+            " trust ratio from the current w and u at every step."
+        )
+
+    ok = f"every parameter tensor after {STEPS} steps equals the trusted float64 LAMB"
+    return _tensor_rule(facts, "params", _all, ok, hint)
+
+
+def _series(curves: Any, batches: list[int]) -> list[dict[str, Any]]:
+    series = []
+    for name, label in (("lamb", "your LAMB"), ("adamw", "AdamW")):
+        rows = curves.get(name) if isinstance(curves, dict) else None
+        if not isinstance(rows, torch.Tensor) or rows.dim() != 2 or rows.shape[0] != len(batches):
+            continue
+        for size, row in zip(batches, rows[:, :200].tolist(), strict=True):
+            points = [[step + 1, round(math.log10(v), 5)] for step, v in enumerate(row) if v > 0 and math.isfinite(v)]
+            series.append({"name": f"{label}, batch {size}", "points": points})
+    return series
+
+
+def convergence(facts: Facts) -> Outcome:
+    right = total = 0
+    chart: dict[str, Any] | None = None
+    problems: list[str] = []
+    for g, i, case, r in _runs(facts):
+        inputs, want = case.inputs[r], case.expected[r]["curves"]["lamb"]
+        batches = [int(b) for b in inputs["batches"]]
+        tree = result(g, i, r)
+        curves = tree.get("curves") if isinstance(tree, dict) else None
+        got = curves.get("lamb") if isinstance(curves, dict) else None
+        chart = chart or {
+            "title": "Training loss of your LAMB and of torch.optim.AdamW at three batch sizes",
+            "x_label": "step",
+            "y_label": "log10 of the training loss (mean squared error)",
+            "series": _series(curves, batches),
+        }
+        for k, size in enumerate(batches):
+            total += 1
+            row = got[k] if isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape[0] > k else None
+            if row is not None and _right(row, want[k], CURVE_TOLERANCE):
+                right += 1
+            elif not problems:
+                problems.append(_curve_problem(row, want[k], size, facts))
+    data: dict[str, Any] = {"curves": total, "right": right}
+    if chart and chart["series"]:
+        data["chart"] = chart
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if right == total:
+        return Outcome(
+            True, "your LAMB's losses at every step equal the trusted LAMB's at the three batch sizes (chart below)",
+            data, fraction=1.0,
+        )  # fmt: skip
+    return Outcome(False, f"{right} of {total} loss curves right. {problems[0]}", data, fraction=right / total)
+
+
+def _curve_problem(row: Any, want: torch.Tensor, size: int, facts: Facts) -> str:
+    if row is None:
+        return "The convergence runs did not finish: fix the error the first-step check shows."
+    if row.shape != want.shape:
+        return f"At batch {size} the losses have shape {tuple(row.shape)}, expected {tuple(want.shape)}."
+    if bool(torch.isnan(row).all()):
+        return (
+            f"At batch {size} step(closure) returned no loss: step must call the closure (under"
+            " torch.enable_grad()) before updating, and return the loss it gave."
+        )
+    k = int((row - want).abs().nan_to_num(math.inf).argmax())
+    where = f"At batch {size}, the loss at step {k + 1} is {float(row[k]):.6g}, expected {float(want[k]):.6g}."
+    if first_step(facts).passed and parameters(facts).passed:
+        return (
+            f"{where} Your graded steps are right, so look at what only these runs use: they build"
+            " Lamb(params, lr=..., weight_decay=...) with your defaults betas=(0.9, 0.999) and eps=1e-6, and call"
+            " step(closure), which must call the closure before the update and return its loss."
+        )
+    return f"{where} These runs use the same step as the graded one: fix the parameters first (see those checks)."
+
+
+RULES = {
+    "first-step": first_step,
+    "zero-biases": zero_biases,
+    "parameters": parameters,
+    "convergence": convergence,
+}

@@ -1,0 +1,38 @@
+# one trust ratio over all the parameters together (whole-model norms) instead of one per tensor
+
+import torch
+
+
+class Lamb(torch.optim.Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0):
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            updates = []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                t, m, v, g = state["step"], state["exp_avg"], state["exp_avg_sq"], p.grad
+                m.mul_(beta1).add_(g, alpha=1 - beta1)
+                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                update = (m / (1 - beta1**t)) / ((v / (1 - beta2**t)).sqrt() + group["eps"])
+                updates.append((p, update.add_(p, alpha=group["weight_decay"])))
+            w_norm = float(torch.stack([p.norm() for p, _ in updates]).norm())
+            u_norm = float(torch.stack([u.norm() for _, u in updates]).norm())
+            ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+            for p, update in updates:
+                p.add_(update, alpha=-group["lr"] * ratio)
+        return loss

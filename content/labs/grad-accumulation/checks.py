@@ -1,0 +1,329 @@
+"""Trusted checks for grad-accumulation: per-submission inputs, the big-batch reference, the rules.
+
+Never mounted into the sandbox. The reference is ``driver.reference`` (single-process
+training with one backward of the mean loss over the whole global batch), run here,
+outside the sandbox, on this lab's own copy of the public driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
+from labs.public import load_public
+
+DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB of gradients per all-reduce
+BATCH = 48  # the global batch of every optimizer step, on every world size
+MICRO = {2: 4, 3: 2, 4: 3}  # K, micro-batches per rank and step: 6, 8 and 4 examples each
+STEPS = 3
+LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 0.01
+TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ by ~1e-16
+# Bounds on each rank's bytes over all steps, as multiples of one all-reduce of the gradients per
+# optimizer step (2(N-1)/N x S). Measured: a flat buffer 1.00-1.01, one call per parameter 1.01-1.03;
+# an all-reduce after every micro-batch is K times that (2-4 here).
+HIGH, LOW = 1.2, 0.9
+HEADERS = 16384  # bytes per rank on top, for gloo's framing
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    driver = load_public(__file__, "driver")
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    k = MICRO.get(world_size, 2)
+    inputs = {
+        "seed": seed,
+        "dims": DIMS,
+        "batch": BATCH,
+        "micro_batches": k,
+        "steps": STEPS,
+        "lr": LR,
+        "momentum": MOMENTUM,
+        "weight_decay": WEIGHT_DECAY,
+    }
+    expected = driver.reference(inputs)
+    per = BATCH // world_size // k
+    return [
+        Case(
+            check="gradients",
+            fn="accumulate_and_sync",
+            driver="train",
+            label=f"{STEPS} steps, global batch {BATCH} = {world_size} ranks x {k} micro-batches of {per}",
+            inputs=[dict(inputs) for _ in range(world_size)],
+            expected=[expected for _ in range(world_size)],
+            inplace=False,
+            measure=True,
+            parts={"gradients": ["grads"], "parameters": ["params"]},
+            tolerance={"grads": TOLERANCE, "params": TOLERANCE},
+        )
+    ]
+
+
+def _cases(facts: Facts, check: str) -> list[tuple[Any, int, Case]]:
+    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.judges(check)]
+
+
+def _finished(g: Any, i: int) -> bool:
+    """Every rank of the group returned a result tree (training ran to the end everywhere)."""
+    return all(isinstance(result(g, i, r), dict) for r in range(g.world_size))
+
+
+def _sizes(names: list[str]) -> str:
+    return "world size " + ", ".join(names) if names else ""
+
+
+UNFINISHED = "training did not finish on every rank ({}), so {}: fix the error that the gradients check shows"
+
+
+def _flat(tree: dict[str, Any], names: list[str]) -> torch.Tensor | None:
+    parts = []
+    for name in names:
+        t = tree.get(name)
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float64:
+            return None
+        parts.append(t.reshape(-1))
+    return torch.cat(parts)
+
+
+def _first_step_gradients(inputs: dict[str, Any], world_size: int) -> dict[str, list[dict[str, torch.Tensor]]]:
+    """Per rank, the first step's gradients of each of its micro-batches' mean losses (nothing averaged)."""
+    driver = load_public(__file__, "driver")
+    dims, k = list(inputs["dims"]), int(inputs["micro_batches"])
+    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    model = driver.build_model(int(inputs["seed"]), dims)
+    out: dict[str, list[dict[str, torch.Tensor]]] = {}
+    for r in range(world_size):
+        mine = driver.micro_batches(driver.shard(x, r, world_size), driver.shard(y, r, world_size), k)
+        for xm, ym in mine:
+            model.zero_grad(set_to_none=True)
+            driver.loss_fn(model(xm), ym).backward()
+            out.setdefault(str(r), []).append({n: p.grad.clone() for n, p in model.named_parameters()})
+    return out
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.allclose(a, b, rtol=1e-6, atol=1e-12)
+
+
+def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    expected = case.expected[rank]["grads"]
+    names = list(expected)
+    if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
+        return ""
+    mine, want = _flat(got["grads"], names), _flat(expected, names)
+    if mine is None or want is None or mine.shape != want.shape or not torch.isfinite(mine).all():
+        return " Leave a float64 gradient in every parameter's .grad (the same shape as the parameter)."
+    n, k = g.world_size, int(case.inputs[rank]["micro_batches"])
+    ratio = float(mine @ want / (want @ want))
+    scaled = {
+        k: f" Every gradient is K = {k} times too large: the K micro-batch losses were summed. Divide each"
+        " micro-batch's loss by K = len(micro_batches) (or the accumulated gradients by K) so that .grad is"
+        " the gradient of their mean.",
+        n: f" Every gradient is {n} times too large: dist.all_reduce sums over the ranks, so divide by"
+        " dist.get_world_size() as well as by K.",
+        n * k: f" Every gradient is N x K = {n} x {k} times too large: divide by K (the micro-batches were"
+        " summed) and by the world size (all_reduce sums).",
+        1 / k: f" Every gradient is K = {k} times too small: divide by K only once.",
+        1 / n: f" Every gradient is {n} times too small: divide by the world size only once.",
+    }
+    for factor, hint in scaled.items():
+        if factor != 1 and _same(mine, factor * want):
+            return hint
+    micro = _first_step_gradients(case.inputs[rank], n)
+    local = sum(_flat(m, names) for m in micro[str(rank)]) / k  # type: ignore[operator]
+    for factor in (1, k):
+        if _same(mine, factor * local):
+            return (
+                " The gradients are this rank's own accumulated gradients: nothing was averaged across the ranks."
+                " After the last micro-batch, all-reduce every gradient once and divide by dist.get_world_size()."
+            )
+    last = sum(_flat(micro[str(r)][-1], names) for r in range(n)) / n  # type: ignore[operator]
+    for factor in (1, 1 / k):
+        if _same(mine, factor * last):
+            return (
+                " The gradients come from the last micro-batch only: call backward() on every micro-batch's"
+                " loss inside the loop (autograd adds each into .grad), and do not clear .grad between them."
+            )
+    wrong = [name for name in names if not _same(got["grads"].get(name), expected[name])]
+    if 0 < len(wrong) < len(names):
+        return (
+            f" {len(names) - len(wrong)} of {len(names)} parameters are right, but not {', '.join(wrong)}:"
+            " accumulate and synchronise every parameter's gradient."
+        )
+    return (
+        f" Each .grad must be (1/N) x sum over ranks of (1/K) x sum over micro-batches of the micro-batch"
+        f" loss gradients; here it is {ratio:.4g} times the right one along its direction."
+    )
+
+
+def _judge(facts: Facts, check: str, hint: Any) -> Outcome:
+    """Every rank's result right at ``check``'s keys; the first failure in full, with ``hint``'s advice."""
+    total = passed = 0
+    failures: list[dict[str, Any]] = []
+    first: tuple[Any, int, Case, int] | None = None
+    for g, i, case in _cases(facts, check):
+        for r in range(g.world_size):
+            total += 1
+            why = case_failure(g, i, r, part=check)
+            if why is None:
+                passed += 1
+                continue
+            failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label, "reason": why})
+            first = first or (g, i, case, r)
+    data: dict[str, Any] = {"rank_cases": total, "passed": passed}
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if first is None:
+        return Outcome(True, f"all {total} rank results equal big-batch single-process training", data, fraction=1.0)
+    g, i, case, r = first
+    extra = hint(g, i, case, r) if isinstance(result(g, i, r), dict) else ""
+    data["first_failure"] = failures[0]
+    return Outcome(False, f"{summarise_failures(failures, total)}.{extra}", data, fraction=passed / total)
+
+
+def gradients(facts: Facts) -> Outcome:
+    return _judge(facts, "gradients", _gradient_hint)
+
+
+def _parameter_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    if case_failure(g, i, rank, part="gradients") is None:
+        return (
+            f" The first step's gradients were right, so a later step went wrong. The driver never clears .grad"
+            f" and optimizer.step() leaves it in place: start each of the {STEPS} calls from zero gradients"
+            " (model.zero_grad() or p.grad = None for every parameter) before the first backward()."
+        )
+    return " The gradients were already wrong after the first step: fix those first (see that check)."
+
+
+def parameters(facts: Facts) -> Outcome:
+    return _judge(facts, "parameters", _parameter_hint)
+
+
+def ranks_identical(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    unfinished: list[str] = []
+    good = total = 0
+    for g, i, _ in _cases(facts, "parameters"):
+        total += 1
+        if not _finished(g, i):
+            unfinished.append(str(g.world_size))
+            continue
+        diff = _first_difference([result(g, i, r) for r in range(g.world_size)])
+        if diff:
+            problems.append(f"world size {g.world_size}: {diff}")
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no cases were run for this check", fraction=0.0)
+    message = ""
+    if problems:
+        message = "; ".join(problems) + (
+            ". Every rank must end each call with the same, all-reduced gradients, so that the replicas never"
+            " drift apart."
+        )
+    if unfinished:
+        why = UNFINISHED.format(_sizes(unfinished), "the ranks' parameters could not be compared")
+        message += (" " if message else "") + why[0].upper() + why[1:] + "."
+    if message:
+        return Outcome(False, message, fraction=good / total)
+    return Outcome(True, "every rank ended with the same parameters", fraction=1.0)
+
+
+def _first_difference(trees: list[dict[str, Any]]) -> str | None:
+    base = trees[0]["params"]
+    for r, tree in enumerate(trees[1:], start=1):
+        for name, want in base.items():
+            got = tree["params"].get(name)
+            if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+                return f'rank {r} has no params["{name}"] of shape {tuple(want.shape)}'
+            if not torch.allclose(got, want, rtol=1e-12, atol=1e-14):
+                delta = (got - want).abs()
+                at = tuple(int(k) for k in torch.unravel_index(delta.argmax(), delta.shape))
+                return (
+                    f'params["{name}"][{", ".join(map(str, at))}] is {float(got[at]):.6g} on rank {r}'
+                    f" but {float(want[at]):.6g} on rank 0 after {STEPS} steps"
+                )
+    return None
+
+
+PER_MICRO_BATCH = (
+    "that is about one all-reduce per micro-batch. Do not communicate inside the loop over micro-batches"
+    " (what DDP's no_sync() avoids): let backward() accumulate into .grad locally and all-reduce once,"
+    " after the last micro-batch"
+)
+EXTRA = "all-reduce the gradients once per call, with no extra broadcasts, gathers or reductions"
+MISSING = "every parameter's full accumulated gradient must be all-reduced once per call, in float64"
+
+
+def _over(n: int, k: int, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
+    ratio = s / theory
+    what = (
+        f"world size {n}: rank {r} sent {s} bytes in {STEPS} optimizer steps, {ratio:.3g} times one all-reduce"
+        f" of the {size}-byte gradients per step (2(N-1)/N x {size} x {STEPS} = {round(theory)}; K = {k})"
+    )
+    return what, PER_MICRO_BATCH if 0.8 * k <= ratio <= 1.3 * k else EXTRA
+
+
+def communication(facts: Facts) -> Outcome:
+    problems: list[tuple[str, str]] = []
+    unfinished: list[str] = []
+    data: dict[str, Any] = {}
+    good = total = 0
+    for g, i, case in _cases(facts, "gradients"):
+        if not case.measure:
+            continue
+        total += 1
+        n, k = g.world_size, int(case.inputs[0]["micro_batches"])
+        wire = g.wire.get(i)
+        if wire is None or not _finished(g, i):
+            unfinished.append(str(n))
+            continue
+        size = sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
+        theory = STEPS * 2 * (n - 1) * size / n
+        high, low = HIGH * theory + HEADERS, LOW * theory
+        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        data[f"world_size_{n}"] = {
+            "gradient_bytes": size,
+            "steps": STEPS,
+            "micro_batches": k,
+            "one_allreduce_per_step_bytes_per_rank": round(theory),
+            "measured_bytes_per_rank": sent,
+            "ratio": [round(s / theory, 4) for s in sent],
+            "sent": wire["sent"],
+        }
+        over = [(r, s) for r, s in enumerate(sent) if s > high]
+        under = [(r, s) for r, s in enumerate(sent) if s < low]
+        if over:
+            problems.append(_over(n, k, *over[0], theory, size))
+        elif under:
+            r, s = under[0]
+            what = (
+                f"world size {n}: rank {r} sent only {s} bytes in {STEPS} optimizer steps, {s / theory:.3g} of one"
+                f" all-reduce of the {size}-byte float64 gradients per step ({round(theory)})"
+            )
+            problems.append((what, MISSING))
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no measured training run", data, fraction=0.0)
+    if unfinished:
+        problems.append((UNFINISHED.format(_sizes(unfinished), "its traffic says nothing"), ""))
+    if problems:
+        advice = [a for a in dict.fromkeys(a for _, a in problems) if a]
+        message = "; ".join(w for w, _ in problems) + "." + "".join(f" {a[0].upper()}{a[1:]}." for a in advice)
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
+    note = ""
+    if not gradients(facts).passed or not parameters(facts).passed:
+        note = " (the bytes are right, although the values are not: see the other checks)"
+    return Outcome(
+        True, f"each rank sent one all-reduce's worth of gradient bytes per optimizer step, not K{note}", data, 1.0
+    )
+
+
+RULES = {
+    "gradients": gradients,
+    "parameters": parameters,
+    "ranks-identical": ranks_identical,
+    "communication": communication,
+}

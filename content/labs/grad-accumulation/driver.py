@@ -1,0 +1,121 @@
+"""Public driver for grad-accumulation: the training loop every rank runs around your code.
+
+Not secret: read it to see exactly what the grader does. Each rank builds the same
+model and the same ``torch.optim.SGD`` (momentum) from the seed it is given, takes its
+equal shard of each step's global batch, cuts that shard into K equal micro-batches and
+calls your ``accumulate_and_sync(model, micro_batches, loss_fn)`` once per optimizer step.
+It never clears ``.grad`` itself: after your call it checks that every parameter has a
+gradient and calls ``optimizer.step()``. What it returns is compared, outside your code,
+with single-process training on the whole global batch (no accumulation at all).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+
+def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
+    """The float64 MLP ``Linear, Tanh, Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    layers: list[torch.nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
+        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
+        bound = fan_in**-0.5
+        with torch.no_grad():
+            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
+            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
+        layers.append(linear)
+        if i < len(dims) - 2:
+            layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers)
+
+
+def build_optimizer(model: torch.nn.Module, inputs: dict[str, Any]) -> torch.optim.Optimizer:
+    """Plain ``torch.optim.SGD`` with momentum and weight decay, the same on every rank and in the reference."""
+    return torch.optim.SGD(
+        model.parameters(),
+        lr=float(inputs["lr"]),
+        momentum=float(inputs["momentum"]),
+        weight_decay=float(inputs["weight_decay"]),
+    )
+
+
+def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The global batch ``(x, y)`` of one step, drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
+    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
+    return x, y
+
+
+def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean squared error, averaged over every element of this (micro-)batch."""
+    return F.mse_loss(output, target)
+
+
+def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
+    """Rank ``rank``'s equal, contiguous slice of the global batch."""
+    per = t.shape[0] // world_size
+    return t[rank * per : (rank + 1) * per]
+
+
+def micro_batches(x: torch.Tensor, y: torch.Tensor, k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """This rank's shard cut into ``k`` equal, contiguous micro-batches ``(x_k, y_k)``."""
+    per = x.shape[0] // k
+    return [(x[j * per : (j + 1) * per].clone(), y[j * per : (j + 1) * per].clone()) for j in range(k)]
+
+
+def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {
+        name: (p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan")))
+        for name, p in model.named_parameters()
+    }
+
+
+def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Data-parallel training with the student's ``accumulate_and_sync``; returns what the judge compares.
+
+    ``grads``: every parameter's ``.grad`` after ``accumulate_and_sync`` in the first step.
+    ``params``: every parameter after ``inputs["steps"]`` optimizer steps.
+    """
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    dims, batch, k = list(inputs["dims"]), int(inputs["batch"]), int(inputs["micro_batches"])
+    model = build_model(int(inputs["seed"]), dims)
+    optimizer = build_optimizer(model, inputs)
+    first: dict[str, torch.Tensor] = {}
+    for step in range(int(inputs["steps"])):
+        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
+        mine = micro_batches(shard(x, rank, world_size), shard(y, rank, world_size), k)
+        submission.accumulate_and_sync(model, mine, loss_fn)
+        if step == 0:
+            first = _gradients(model)
+        missing = [name for name, p in model.named_parameters() if p.grad is None]
+        if missing:
+            raise RuntimeError(
+                f"{', '.join(missing)} has no .grad after accumulate_and_sync() in step {step}:"
+                " leave every parameter's accumulated, synchronised gradient in .grad"
+            )
+        optimizer.step()
+    params = {name: p.detach().clone() for name, p in model.named_parameters()}
+    return {"grads": first, "params": params}
+
+
+def reference(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The same training on one process, one backward of the mean loss over the whole global batch."""
+    dims, batch = list(inputs["dims"]), int(inputs["batch"])
+    model = build_model(int(inputs["seed"]), dims)
+    optimizer = build_optimizer(model, inputs)
+    first: dict[str, torch.Tensor] = {}
+    for step in range(int(inputs["steps"])):
+        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        if step == 0:
+            first = _gradients(model)
+        optimizer.step()
+    return {"grads": first, "params": {name: p.detach().clone() for name, p in model.named_parameters()}}

@@ -1,0 +1,18 @@
+# sums the micro-batch losses without dividing by K: gradients K times too large
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+
+
+def accumulate_and_sync(
+    model: torch.nn.Module,
+    micro_batches: list[tuple[torch.Tensor, torch.Tensor]],
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> None:
+    model.zero_grad(set_to_none=True)
+    for x, y in micro_batches:
+        loss_fn(model(x), y).backward()
+    for p in model.parameters():
+        dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+        p.grad /= dist.get_world_size()

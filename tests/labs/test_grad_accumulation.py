@@ -1,0 +1,58 @@
+"""grad-accumulation's realistic wrong solutions lose exactly the checks they should, graded for real.
+
+``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each loses points; this pins which,
+and that the messages say what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from labs import template
+
+from .conftest import labs_dir
+
+LAB = "grad-accumulation"
+WORLD_SIZES = [2]  # K = 4 micro-batches per rank there: syncing each one sends 4 times the bytes
+LOSES = {
+    "grads_not_zeroed": ({"parameters"}, "zero gradients"),
+    "last_micro_batch_only": ({"gradients", "parameters"}, "last micro-batch only"),
+    "never_synchronised": ({"gradients", "parameters", "ranks-identical", "communication"}, "nothing was averaged"),
+    "no_world_size_division": ({"gradients", "parameters"}, "divide by dist.get_world_size()"),
+    "sum_not_mean_over_k": ({"gradients", "parameters"}, "K = 4 times too large"),
+    "sync_every_micro_batch": ({"communication"}, "one all-reduce per micro-batch"),
+}
+
+
+@pytest.fixture(scope="module")
+def one_grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+def test_every_mutant_is_listed() -> None:
+    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
+
+
+@pytest.mark.parametrize("mutant", sorted(LOSES))
+def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
+    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
+    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
+    lost, advice = LOSES[mutant]
+    assert {c.id for c in v.checks if not c.passed} == lost, v.message
+    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+
+
+def test_reference_sends_one_all_reduce_per_step_and_starter_says_not_implemented(one_grader) -> None:
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "solution.py").read_text(), world_sizes=WORLD_SIZES)
+    assert v.score == v.max_score, v.message
+    wire = next(c for c in v.checks if c.id == "communication").data["world_size_2"]
+    assert all(0.95 < ratio < 1.1 for ratio in wire["ratio"]), wire
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "starter.py").read_text(), world_sizes=WORLD_SIZES)
+    messages = " ".join(c.message for c in v.checks)
+    assert "NotImplementedError" in messages and "NameError" not in messages

@@ -10,24 +10,39 @@ your code, with the truth: True exactly when the copies are bitwise identical.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from typing import Any
 
 import torch
 
+_BUILT: dict[tuple[int, tuple[int, ...]], torch.nn.Sequential] = {}
+
 
 def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
-    """The float32 MLP ``Linear, Tanh, Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
+    """The float32 MLP ``Linear, Tanh, Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``.
+
+    Each call returns a fresh copy; the last model drawn is kept, as three calls share a seed.
+    """
+    key = (seed, tuple(dims))
+    if key not in _BUILT:
+        _BUILT.clear()
+        _BUILT[key] = _draw_model(seed, dims)
+    return copy.deepcopy(_BUILT[key])
+
+
+def _draw_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
     gen = torch.Generator().manual_seed(seed)
     layers: list[torch.nn.Module] = []
     for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        # Not built on the meta device: Module.to_empty() imports ~500 modules (0.5 s) the first time.
-        linear = torch.nn.Linear(fan_in, fan_out)
+        # Made on the meta device (no default initialisation to throw away), then given real
+        # parameters; not Module.to_empty(), which imports ~500 modules (0.5 s) the first time.
+        linear = torch.nn.Linear(fan_in, fan_out, device="meta")
         bound = fan_in**-0.5
-        with torch.no_grad():
-            for p in (linear.weight, linear.bias):
-                p.copy_(torch.rand(p.shape, generator=gen) * 2 * bound - bound)
+        for name, shape in (("weight", (fan_out, fan_in)), ("bias", (fan_out,))):
+            values = torch.rand(shape, generator=gen).mul_(2 * bound).sub_(bound)
+            setattr(linear, name, torch.nn.Parameter(values))
         layers.append(linear)
         if i < len(dims) - 2:
             layers.append(torch.nn.Tanh())

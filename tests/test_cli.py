@@ -21,7 +21,7 @@ def ringlab(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 def test_content_check_passes_on_the_repository() -> None:
     done = ringlab("content", "check")
     assert done.returncode == 0, done.stderr
-    assert "2 quizzes (40 questions), 2 exercise sets (51 exercises), 1 decks (89 cards), 5 labs" in done.stdout
+    assert "2 quizzes (40 questions), 2 exercise sets (51 exercises), 1 decks (89 cards), 6 labs" in done.stdout
 
 
 def test_content_check_lists_problems_and_exits_non_zero(tmp_path: Path) -> None:

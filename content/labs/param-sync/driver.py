@@ -76,7 +76,7 @@ def apply_change(model: torch.nn.Module, change: dict[str, Any]) -> str:
 
 
 def answer(value: Any) -> bool | str:
-    """What ``params_in_sync`` returned, as a bool; a one-element bool tensor counts as its value.
+    """What ``params_in_sync`` returned, as a bool; a one-element bool tensor or a numpy bool counts.
 
     Anything else comes back as a string describing it, which the judge reports.
     """
@@ -84,6 +84,8 @@ def answer(value: Any) -> bool | str:
         return value
     if isinstance(value, torch.Tensor) and value.dtype == torch.bool and value.numel() == 1:
         return bool(value.item())
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and value.dtype.kind == "b":
+        return bool(value)  # numpy.bool_, e.g. from (a == b).all() on arrays
     text = repr(value)
     return f"not a bool: {type(value).__name__} {text[:60]}"
 

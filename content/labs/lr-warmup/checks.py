@@ -52,9 +52,8 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     inputs = _train_inputs(gen)
     base, warmup, steps = inputs["base_lr"], inputs["warmup_steps"], inputs["steps"]
     lrs = [right_lr(s, base, world_size, warmup) for s in range(steps)]
-    expected = driver.reference(inputs, world_size, lrs)
-    unscaled = [right_lr(s, base, 1, warmup) for s in range(steps)]
-    expected["unscaled_losses"] = driver.reference(inputs, world_size, unscaled)["losses"]
+    ref = driver.reference(inputs, world_size, lrs)
+    expected = {"lrs": ref["lrs"], "params": ref["params"]}  # exactly what driver.train returns
     table = [(s, w) for w in TABLE_WARMUPS for s in range(w + 3)]
     flat = [(s, 0) for s in range(NO_WARMUP_STEPS)]
     tol = {"lrs": LR_TOLERANCE, "params": PARAM_TOLERANCE}
@@ -80,6 +79,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
             label=f"{steps} steps of SGD with momentum, warmup_steps={warmup}, base_lr={base:g}",
             inputs=[dict(inputs) for _ in range(world_size)],
             expected=[expected for _ in range(world_size)],
+            measure=True,  # the loop's gradient all-reduces: the result page's communication picture
             parts={"schedule": ["lrs"], "scaling": ["lrs"], "parameters": ["params"]},
             tolerance=tol,
         ),
@@ -132,8 +132,7 @@ MISTAKES: list[tuple[Schedule, str]] = [
     ),
     (
         lambda s, b, n, w: _warm(b * n * n, s, w),
-        "The target is base_lr * world_size**2: the world size is applied twice. Multiply base_lr by"
-        " world_size once.",
+        "The target is base_lr * world_size**2: the world size is applied twice. Multiply base_lr by world_size once.",
     ),
     (
         lambda s, b, n, w: b * n * s / w if s < w else b * n,
@@ -172,9 +171,10 @@ def _advice(case: Case, got: list[float], world_size: int) -> str:
     )
 
 
-def _where(g: Any, case: Case, r: int, s: int, w: int) -> str:
+def _where(g: Any, case: Case, r: int, s: int, w: int, size: bool = True) -> str:
     phase = "training step" if case.driver == "train" else "step"
-    return f"world size {g.world_size}, rank {r}, {phase} {s} (warmup_steps={w}, base_lr={case.inputs[0]['base_lr']:g})"
+    where = f"rank {r}, {phase} {s} (warmup_steps={w}, base_lr={case.inputs[0]['base_lr']:g})"
+    return f"world size {g.world_size}, {where}" if size else where
 
 
 # --- the rules -------------------------------------------------------------------------------
@@ -243,8 +243,9 @@ def scaling(facts: Facts) -> Outcome:
                     data[f"world_size_{n}"] = {"base_lr": base, "target": base * n, "after_warmup": late[0][2]}
                 if bad:
                     s, w, v = bad[0]
+                    at = _where(g, case, r, s, w, size=False)
                     problem = (
-                        f"world size {n}: after the warmup ({_where(g, case, r, s, w)}) the rate is {v:.6g},"
+                        f"world size {n}: after the warmup, at {at}, the rate is {v:.6g},"
                         f" {v / base:.4g} x base_lr; the linear scaling rule wants base_lr x {n} = {base * n:.6g}"
                     )
                     break
@@ -265,18 +266,22 @@ def scaling(facts: Facts) -> Outcome:
 
 def _comparison(facts: Facts) -> tuple[str, dict[str, Any]]:
     """The exercise's comparison, at the largest world size: the loss with and without the scaling rule."""
+    driver = load_public(__file__, "driver")
     for g in sorted(facts.groups, key=lambda g: -g.world_size):
         for case in g.cases:
-            if case.driver == "train":
-                exp = case.expected[0]
-                scaled, unscaled = exp["losses"], exp["unscaled_losses"]
-                n = g.world_size
-                text = (
-                    f" At world size {n} ({n} times one rank's batch), the whole-batch loss went from"
-                    f" {scaled[0]:.4g} to {scaled[-1]:.4g} in {len(scaled)} steps with the scaled schedule, and"
-                    f" only to {unscaled[-1]:.4g} with base_lr unscaled (the same warmup)."
-                )
-                return text, {"world_size": n, "loss_scaled": scaled, "loss_unscaled": unscaled}
+            if case.driver != "train":
+                continue
+            inputs, n = case.inputs[0], g.world_size
+            base, warmup, steps = float(inputs["base_lr"]), int(inputs["warmup_steps"]), int(inputs["steps"])
+            scaled = driver.reference(inputs, n, [right_lr(s, base, n, warmup) for s in range(steps)])["held_out"]
+            unscaled = driver.reference(inputs, n, [right_lr(s, base, 1, warmup) for s in range(steps)])["held_out"]
+            text = (
+                f" The exercise's comparison, at world size {n} ({n} times one rank's batch): in {steps} steps"
+                f" the loss on a held-out batch went from {scaled[0]:.4g} to {scaled[-1]:.4g} with the scaled"
+                f" schedule, and to {unscaled[-1]:.4g} with base_lr left unscaled (the same warmup)."
+            )
+            data = {"world_size": n, "steps": steps, "held_out_loss_before": scaled[0]}
+            return text, data | {"held_out_loss_scaled": scaled[-1], "held_out_loss_unscaled": unscaled[-1]}
     return "", {}
 
 
@@ -294,7 +299,9 @@ def parameters(facts: Facts) -> Outcome:
                 if why is None:
                     passed += 1
                     continue
-                failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label} | {"reason": why})
+                failures.append(
+                    {"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label} | {"reason": why}
+                )
                 if not hint and result(g, i, r) is not None:
                     rates_right = case_failure(g, i, r, part="schedule") is None
                     hint = (

@@ -118,11 +118,14 @@ def schedule(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 def reference(inputs: dict[str, Any], world_size: int, lrs: list[float]) -> dict[str, Any]:
     """The same training on one process with the whole global batch and the learning rates ``lrs``.
 
-    Also returns the whole-batch loss before each step (``losses``).
+    Also returns the whole-batch loss before each step (``losses``) and the loss on a held-out
+    batch of 64 examples before and after training (``held_out``).
     """
     dims, per_rank = list(inputs["dims"]), int(inputs["per_rank_batch"])
     model = build_model(int(inputs["seed"]), dims)
     optimizer = make_optimizer(model, inputs)
+    held_x, held_y = make_batch(int(inputs["seed"]) - 1, dims, 64)
+    held_out = [float(loss_fn(model, held_x, held_y).detach())]
     losses = []
     for step in range(int(inputs["steps"])):
         x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, per_rank * world_size)
@@ -132,5 +135,6 @@ def reference(inputs: dict[str, Any], world_size: int, lrs: list[float]) -> dict
         set_lr(optimizer, lrs[step])
         optimizer.step()
         losses.append(float(loss.detach()))
+    held_out.append(float(loss_fn(model, held_x, held_y).detach()))
     params = {name: p.detach().clone() for name, p in model.named_parameters()}
-    return {"lrs": torch.tensor(lrs, dtype=torch.float64), "params": params, "losses": losses}
+    return {"lrs": torch.tensor(lrs, dtype=torch.float64), "params": params, "losses": losses, "held_out": held_out}

@@ -36,7 +36,7 @@ CONTENT = REPO / "content"
 TARGET_S = 1.0
 
 
-def _cold_rank(rank: int, world_size: int, port: int, folder: str, code: str, blob: str, shared: str) -> None:
+def _cold_rank(rank: int, world_size: int, store: str, folder: str, code: str, blob: str, shared: str) -> None:
     import torch
     import torch.distributed as dist
 
@@ -45,7 +45,8 @@ def _cold_rank(rank: int, world_size: int, port: int, folder: str, code: str, bl
     torch.set_num_threads(1)
     os.environ["RINGLAB_SHARED_DIR"] = shared
     sys.path.insert(0, folder)  # the lab's public driver, as the ranks import it
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    # A file store, as the engine's ranks meet (no port to race for, no TCP connect back-off).
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
     import types
 
     module = types.ModuleType("submission")
@@ -86,7 +87,8 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
                 buffer = io.BytesIO()
                 torch.save([(c.driver, c.fn, c.inplace, c.inputs, c.expected, c.tolerance) for c in g.cases], buffer)
                 Path(blob).write_bytes(buffer.getvalue())
-                args = (g.world_size, free_port(), str(lab.folder), code, blob, shared)
+                store = os.path.join(tmp, f"store-{id(g)}")
+                args = (g.world_size, store, str(lab.folder), code, blob, shared)
                 mp.spawn(_cold_rank, args=args, nprocs=g.world_size, join=True)
             times.append(time.perf_counter() - started)
     return times

@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
+from labs import training
+from labs.judge import Case, Facts, Outcome, case_failure, result
 from labs.public import load_public
 
 DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB of gradients per all-reduce
@@ -25,6 +26,22 @@ TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ
 # an all-reduce after every micro-batch is K times that (2-4 here).
 HIGH, LOW = 1.2, 0.9
 HEADERS = 16384  # bytes per rank on top, for gloo's framing
+
+
+def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
+    return training.judge(facts, check, hint, success="big-batch single-process training")
+
+
+def ranks_identical(facts: Facts) -> Outcome:
+    return training.ranks_identical(
+        facts,
+        steps=STEPS,
+        first_check="gradients",
+        advice=(
+            "Every rank must end each call with the same, all-reduced gradients, so that the replicas "
+            "never drift apart."
+        ),
+    )
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
@@ -59,20 +76,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     ]
 
 
-def _cases(facts: Facts, check: str) -> list[tuple[Any, int, Case]]:
-    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.judges(check)]
-
-
-def _finished(g: Any, i: int) -> bool:
-    """Every rank of the group returned a result tree (training ran to the end everywhere)."""
-    return all(isinstance(result(g, i, r), dict) for r in range(g.world_size))
-
-
-def _sizes(names: list[str]) -> str:
-    return "world size " + ", ".join(names) if names else ""
-
-
-UNFINISHED = "training did not finish on every rank ({}), so {}: fix the error that the gradients check shows"
+UNFINISHED = training.UNFINISHED.replace("{} check", "gradients check")
 
 
 def _flat(tree: dict[str, Any], names: list[str]) -> torch.Tensor | None:
@@ -157,31 +161,6 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
     )
 
 
-def _judge(facts: Facts, check: str, hint: Any) -> Outcome:
-    """Every rank's result right at ``check``'s keys; the first failure in full, with ``hint``'s advice."""
-    total = passed = 0
-    failures: list[dict[str, Any]] = []
-    first: tuple[Any, int, Case, int] | None = None
-    for g, i, case in _cases(facts, check):
-        for r in range(g.world_size):
-            total += 1
-            why = case_failure(g, i, r, part=check)
-            if why is None:
-                passed += 1
-                continue
-            failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label, "reason": why})
-            first = first or (g, i, case, r)
-    data: dict[str, Any] = {"rank_cases": total, "passed": passed}
-    if not total:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    if first is None:
-        return Outcome(True, f"all {total} rank results equal big-batch single-process training", data, fraction=1.0)
-    g, i, case, r = first
-    extra = hint(g, i, case, r) if isinstance(result(g, i, r), dict) else ""
-    data["first_failure"] = failures[0]
-    return Outcome(False, f"{summarise_failures(failures, total)}.{extra}", data, fraction=passed / total)
-
-
 def gradients(facts: Facts) -> Outcome:
     return _judge(facts, "gradients", _gradient_hint)
 
@@ -198,53 +177,6 @@ def _parameter_hint(g: Any, i: int, case: Case, rank: int) -> str:
 
 def parameters(facts: Facts) -> Outcome:
     return _judge(facts, "parameters", _parameter_hint)
-
-
-def ranks_identical(facts: Facts) -> Outcome:
-    problems: list[str] = []
-    unfinished: list[str] = []
-    good = total = 0
-    for g, i, _ in _cases(facts, "parameters"):
-        total += 1
-        if not _finished(g, i):
-            unfinished.append(str(g.world_size))
-            continue
-        diff = _first_difference([result(g, i, r) for r in range(g.world_size)])
-        if diff:
-            problems.append(f"world size {g.world_size}: {diff}")
-        else:
-            good += 1
-    if not total:
-        return Outcome(False, "no cases were run for this check", fraction=0.0)
-    message = ""
-    if problems:
-        message = "; ".join(problems) + (
-            ". Every rank must end each call with the same, all-reduced gradients, so that the replicas never"
-            " drift apart."
-        )
-    if unfinished:
-        why = UNFINISHED.format(_sizes(unfinished), "the ranks' parameters could not be compared")
-        message += (" " if message else "") + why[0].upper() + why[1:] + "."
-    if message:
-        return Outcome(False, message, fraction=good / total)
-    return Outcome(True, "every rank ended with the same parameters", fraction=1.0)
-
-
-def _first_difference(trees: list[dict[str, Any]]) -> str | None:
-    base = trees[0]["params"]
-    for r, tree in enumerate(trees[1:], start=1):
-        for name, want in base.items():
-            got = tree["params"].get(name)
-            if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-                return f'rank {r} has no params["{name}"] of shape {tuple(want.shape)}'
-            if not torch.allclose(got, want, rtol=1e-12, atol=1e-14):
-                delta = (got - want).abs()
-                at = tuple(int(k) for k in torch.unravel_index(delta.argmax(), delta.shape))
-                return (
-                    f'params["{name}"][{", ".join(map(str, at))}] is {float(got[at]):.6g} on rank {r}'
-                    f" but {float(want[at]):.6g} on rank 0 after {STEPS} steps"
-                )
-    return None
 
 
 PER_MICRO_BATCH = (
@@ -270,13 +202,13 @@ def communication(facts: Facts) -> Outcome:
     unfinished: list[str] = []
     data: dict[str, Any] = {}
     good = total = 0
-    for g, i, case in _cases(facts, "gradients"):
+    for g, i, case in training.cases_judging(facts, "gradients"):
         if not case.measure:
             continue
         total += 1
         n, k = g.world_size, int(case.inputs[0]["micro_batches"])
         wire = g.wire.get(i)
-        if wire is None or not _finished(g, i):
+        if wire is None or not training.finished(g, i):
             unfinished.append(str(n))
             continue
         size = sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
@@ -308,7 +240,7 @@ def communication(facts: Facts) -> Outcome:
     if not total:
         return Outcome(False, "no measured training run", data, fraction=0.0)
     if unfinished:
-        problems.append((UNFINISHED.format(_sizes(unfinished), "its traffic says nothing"), ""))
+        problems.append((UNFINISHED.format(training.sizes(unfinished), "its traffic says nothing"), ""))
     if problems:
         advice = [a for a in dict.fromkeys(a for _, a in problems) if a]
         message = "; ".join(w for w, _ in problems) + "." + "".join(f" {a[0].upper()}{a[1:]}." for a in advice)

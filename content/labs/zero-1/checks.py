@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
+from labs import training
+from labs.judge import Case, Facts, Outcome, result
 from labs.public import load_public
 
 DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB; full AdamW state is twice that
@@ -22,6 +23,22 @@ TOLERANCE = (1e-9, 1e-11)  # (rtol, atol) in float64
 SHARD_COPIES = 3  # tensors of one shard's size a rank may hold: two moments and a copy of its parameters
 SLACK = 16384  # bytes on top (step counters, small bookkeeping)
 FOUND = 0.9  # a rank's measured state must hold at least this fraction of its two moments
+
+
+def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
+    return training.judge(facts, check, hint, success="torch.optim.AdamW on one process")
+
+
+def ranks_identical(facts: Facts) -> Outcome:
+    return training.ranks_identical(
+        facts,
+        steps=STEPS,
+        first_check="first-step",
+        advice=(
+            "Each rank updates only its own slice: send the updated slices to every rank (e.g. "
+            "dist.all_gather) and copy them into the parameters after every step."
+        ),
+    )
 
 
 def reference(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -68,46 +85,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     ]
 
 
-def _cases(facts: Facts, check: str) -> list[tuple[Any, int, Case]]:
-    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.judges(check)]
-
-
-def _finished(g: Any, i: int) -> bool:
-    """Every rank of the group returned a result tree (training ran to the end everywhere)."""
-    return all(isinstance(result(g, i, r), dict) for r in range(g.world_size))
-
-
-def _sizes(names: list[str]) -> str:
-    return "world size " + ", ".join(names)
-
-
-UNFINISHED = "training did not finish on every rank ({}), so {}: fix the error that the first-step check shows"
-
-
-def _judge(facts: Facts, check: str, hint: str | Any) -> Outcome:
-    """Every rank's result right at ``check``'s keys; the first failure in full, then ``hint``."""
-    total = passed = 0
-    failures: list[dict[str, Any]] = []
-    first: tuple[Any, int, Case, int] | None = None
-    for g, i, case in _cases(facts, check):
-        for r in range(g.world_size):
-            total += 1
-            why = case_failure(g, i, r, part=check)
-            if why is None:
-                passed += 1
-                continue
-            failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label, "reason": why})
-            first = first or (g, i, case, r)
-    data: dict[str, Any] = {"rank_cases": total, "passed": passed}
-    if not total:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    if first is None:
-        return Outcome(True, f"all {total} rank results equal torch.optim.AdamW on one process", data, fraction=1.0)
-    g, i, case, r = first
-    advice = hint if isinstance(hint, str) else hint(g, i, case, r)
-    extra = f" {advice}" if isinstance(result(g, i, r), dict) else ""
-    data["first_failure"] = failures[0]
-    return Outcome(False, f"{summarise_failures(failures, total)}.{extra}", data, fraction=passed / total)
+UNFINISHED = training.UNFINISHED.replace("{} check", "first-step check")
 
 
 FIRST_STEP = (
@@ -178,53 +156,6 @@ def parameters(facts: Facts) -> Outcome:
     return _judge(facts, "parameters", hint)
 
 
-def ranks_identical(facts: Facts) -> Outcome:
-    problems: list[str] = []
-    unfinished: list[str] = []
-    good = total = 0
-    for g, i, _ in _cases(facts, "parameters"):
-        total += 1
-        if not _finished(g, i):
-            unfinished.append(str(g.world_size))
-            continue
-        diff = _first_difference([result(g, i, r) for r in range(g.world_size)])
-        if diff:
-            problems.append(f"world size {g.world_size}: {diff}")
-        else:
-            good += 1
-    if not total:
-        return Outcome(False, "no cases were run for this check", fraction=0.0)
-    message = ""
-    if problems:
-        message = "; ".join(problems) + (
-            ". Each rank updates only its own slice: send the updated slices to every rank"
-            " (e.g. dist.all_gather) and copy them into the parameters after every step."
-        )
-    if unfinished:
-        why = UNFINISHED.format(_sizes(unfinished), "the ranks' parameters could not be compared")
-        message += (" " if message else "") + why[0].upper() + why[1:] + "."
-    if message:
-        return Outcome(False, message, fraction=good / total)
-    return Outcome(True, "every rank ended with the same parameters", fraction=1.0)
-
-
-def _first_difference(trees: list[dict[str, Any]]) -> str | None:
-    base = trees[0]["params"]
-    for r, tree in enumerate(trees[1:], start=1):
-        for name, want in base.items():
-            got = tree["params"].get(name)
-            if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-                return f'rank {r} has no params["{name}"] of shape {tuple(want.shape)}'
-            if not torch.allclose(got, want, rtol=1e-12, atol=1e-14):
-                delta = (got - want).abs()
-                at = tuple(int(k) for k in torch.unravel_index(delta.argmax(), delta.shape))
-                return (
-                    f'params["{name}"][{", ".join(map(str, at))}] is {float(got[at]):.6g} on rank {r}'
-                    f" but {float(want[at]):.6g} on rank 0 after {STEPS} steps"
-                )
-    return None
-
-
 def _held(tree: dict[str, Any]) -> str:
     tensors = tree.get("state_tensors") or []
     return ", ".join(f"{path} ({size} B)" for path, size in tensors[:3]) or "none"
@@ -236,7 +167,7 @@ def sharded_state(facts: Facts) -> Outcome:
     sharded: list[str] = []
     unfinished: list[str] = []
     total = 0
-    for g, i, case in _cases(facts, "parameters"):
+    for g, i, case in training.cases_judging(facts, "parameters"):
         total += 1
         n = g.world_size
         numel = sum(t.numel() for t in case.expected[0]["params"].values())
@@ -275,7 +206,7 @@ def sharded_state(facts: Facts) -> Outcome:
             " yet: fix the parameters (see those checks) to earn these points"
         )
     if unfinished:
-        problems.append(UNFINISHED.format(_sizes(unfinished), "the state could not be measured"))
+        problems.append(UNFINISHED.format(training.sizes(unfinished), "the state could not be measured"))
     good = len(sharded) if equivalent else 0
     if problems:
         message = "; ".join(problems[:3]) + "."
@@ -287,8 +218,8 @@ def zero_grad(facts: Facts) -> Outcome:
     total = good = 0
     bad: list[str] = []
     unfinished: list[str] = []
-    for g, i, _ in _cases(facts, "parameters"):
-        if not _finished(g, i):
+    for g, i, _ in training.cases_judging(facts, "parameters"):
+        if not training.finished(g, i):
             total += g.world_size
             unfinished.append(str(g.world_size))
             continue
@@ -307,7 +238,7 @@ def zero_grad(facts: Facts) -> Outcome:
             " gradients of every parameter, not only those of this rank's slice (set p.grad = None, or zero it)"
         )
     if unfinished:
-        problems.append(UNFINISHED.format(_sizes(unfinished), "zero_grad() was not tried"))
+        problems.append(UNFINISHED.format(training.sizes(unfinished), "zero_grad() was not tried"))
     if problems:
         message = "; ".join(problems)
         return Outcome(False, message[0].upper() + message[1:] + ".", fraction=good / total)

@@ -8,6 +8,7 @@ from urllib.parse import quote
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException
 
 from app.errors import DomainError, RateLimited, SignInRequired, Unauthorized
@@ -74,6 +75,19 @@ def install(app: FastAPI) -> None:
         if wants_json(request):
             return JSONResponse({"detail": f"Invalid request: {reasons}", "errors": errors}, status_code=422)
         return error_response(request, 422, reasons or "Invalid request.")
+
+    @app.exception_handler(DataError)
+    async def data_error(request: Request, exc: DataError) -> Response:
+        # The database refused a value the request carried (PostgreSQL: a NUL character in text, a
+        # number out of a column's range): the input was wrong, and nothing was written.
+        nul = "NUL" in str(exc.orig)
+        message = (
+            "Text may not contain NUL (\\0) characters." if nul else "A value is out of the range this field takes."
+        )
+        if wants_json(request):
+            errors = [{"loc": [], "msg": message, "type": "invalid"}]
+            return JSONResponse({"detail": message, "errors": errors}, status_code=422)
+        return error_response(request, 422, message)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:

@@ -72,3 +72,20 @@ def test_empty_code_is_422_like_other_bad_input(client: TestClient, session: Ses
     auth = api_token(client, "ada")
     response = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "  \n"}, headers=auth)
     assert response.status_code == 422 and "empty" in response.json()["detail"]
+
+
+def test_a_nul_character_in_text_is_never_a_server_error(client: TestClient, session: Session, db_url: str) -> None:
+    """PostgreSQL refuses NUL in text: a request carrying one is invalid input (422), on any route."""
+    make_user(session, "nul")
+    auth = api_token(client, "nul")
+    body = {"card_id": "mdt-001", "rating": 3, "version": 0, "review_id": "\u0000"}
+    answers = [
+        client.post("/api/v1/reviews", json=body, headers=auth),
+        client.post("/api/v1/reviews", json={**body, "card_id": "x\u0000", "review_id": None}, headers=auth),
+        client.get("/api/v1/cards/x%00", headers=auth),
+        client.get("/labs/x%00"),
+    ]
+    assert all(r.status_code < 500 for r in answers), [(r.status_code, r.text[:200]) for r in answers]
+    if db_url.startswith("postgresql"):
+        assert answers[0].status_code == 422 and "NUL" in answers[0].json()["detail"]
+        assert answers[0].json()["errors"][0]["type"] == "invalid"

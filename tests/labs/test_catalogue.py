@@ -23,14 +23,22 @@ REPO = Path(__file__).resolve().parents[2]
 def catalogue_grader() -> Iterator[object]:
     from labs.grader import Grader
 
-    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available())
+    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available(), gpus=cuda_gpus() > 0)
     yield g
     g.close()
+
+
+def cuda_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 @pytest.mark.parametrize("lab_id", LABS)
 def test_lab_is_proven(catalogue_grader, lab_id: str) -> None:
     lab = load_labs(DEFAULT_CONTENT)[lab_id]
+    if lab.spec.needs_gpu and cuda_gpus() < max(lab.spec.world_sizes):
+        pytest.skip(f"{lab_id} needs a CUDA GPU ({max(lab.spec.world_sizes)}); this machine has {cuda_gpus()}")
     rows = prove(catalogue_grader, lab)
     result = summary(rows)
     assert result["mutants"] >= MIN_MUTANTS, f"{lab_id} has {result['mutants']} mutants"

@@ -107,7 +107,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
                 "losses": ["losses"],
                 "parameters": ["params"],
                 "autocast-fp16": ["dtypes"],
-                "loss-scaling": ["scales", "skipped"],
+                "loss-scaling": ["skipped", "scales"],
             },
             tolerance={"losses": TOLERANCE, "params": TOLERANCE, "scales": (0.0, 0.0)},
         )
@@ -169,16 +169,15 @@ def memory(facts: Facts) -> Outcome:
             ["AMP / float32", f"{msamp / ms32:.2f}x" if ms32 > 0 else "-", f"{memamp / mem32:.2f}x" if mem32 else "-"],
         ],
     }
-    figures_text = (
-        f"float32 {ms32:.2f} ms and {_mib(mem32)} per step; your AMP step {msamp:.2f} ms and {_mib(memamp)}"
-    )
+    figures_text = f"float32 {ms32:.2f} ms and {_mib(mem32)} per step; your AMP step {msamp:.2f} ms and {_mib(memamp)}"
     data = {"table": table, "figures": figures}
     if mem32 > 0 and memamp < MEMORY_RATIO * mem32:
         return Outcome(True, f"{figures_text}: mixed precision keeps float16 activations, so it needs less", data)
     return Outcome(
         False,
-        f"{figures_text}: your step needs more than {MEMORY_RATIO:.0%} of float32's memory. Under autocast the activations kept for "
-        "the backward pass are float16, half the bytes: run the forward pass inside torch.autocast(dtype=float16).",
+        f"{figures_text}: your step needs more than {MEMORY_RATIO:.0%} of float32's memory. Under autocast the "
+        "activations kept for the backward pass are float16, half the bytes: run the forward pass inside "
+        "torch.autocast(dtype=float16).",
         data,
         fraction=0.0,
     )

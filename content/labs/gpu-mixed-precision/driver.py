@@ -111,39 +111,40 @@ def fp32_step(model: MLP, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: 
 
 def benchmark(submission: Any, config: dict[str, Any], where: torch.device) -> dict[str, Any]:
     """Milliseconds per step and peak GPU memory above the model's own, fp32 against yours."""
-    figures: dict[str, Any] = {}
+    figures = {}
     for mode in ("fp32", "amp"):
-        torch.manual_seed(int(config["seed"]))
-        model = MLP(config["d_in"], config["hidden"], config["classes"]).to(where)
-        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-        scaler = torch.amp.GradScaler(where.type)
-        x = torch.randn(config["batch"], config["d_in"], device=where)
-        y = torch.randint(0, config["classes"], (config["batch"],), device=where)
-
-        def step(model: MLP = model, optimizer: torch.optim.Optimizer = optimizer, scaler: Any = scaler) -> None:
-            if mode == "fp32":
-                fp32_step(model, optimizer, x, y, 1.0)
-            else:
-                submission.amp_train_step(model, optimizer, scaler, x, y, 1.0)
-
-        for _ in range(2):  # warm up: kernels chosen, optimizer state and gradients allocated
-            step()
-        synchronize(where)
-        base = memory(where)
-        reset_peak(where)
-        started = time.perf_counter()
-        for _ in range(int(config["repeats"])):
-            step()
-        synchronize(where)
-        elapsed = time.perf_counter() - started
-        figures[mode] = {
-            "ms_per_step": 1000.0 * elapsed / int(config["repeats"]),
-            "peak_extra_bytes": peak(where) - base,
-        }
-        del model, optimizer, scaler, x, y
-        if where.type == "cuda":
+        figures[mode] = _bench_one(submission if mode == "amp" else None, config, where)
+        if where.type == "cuda":  # the previous mode's model and tensors are gone: give their memory back
             torch.cuda.empty_cache()
     return figures
+
+
+def _bench_one(submission: Any, config: dict[str, Any], where: torch.device) -> dict[str, float]:
+    """One mode: ``submission`` None is the plain float32 step."""
+    torch.manual_seed(int(config["seed"]))
+    model = MLP(config["d_in"], config["hidden"], config["classes"]).to(where)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    scaler = torch.amp.GradScaler(where.type)
+    x = torch.randn(config["batch"], config["d_in"], device=where)
+    y = torch.randint(0, config["classes"], (config["batch"],), device=where)
+
+    def step() -> None:
+        if submission is None:
+            fp32_step(model, optimizer, x, y, 1.0)
+        else:
+            submission.amp_train_step(model, optimizer, scaler, x, y, 1.0)
+
+    for _ in range(2):  # warm up: kernels chosen, optimizer state and gradients allocated
+        step()
+    synchronize(where)
+    base = memory(where)
+    reset_peak(where)
+    started = time.perf_counter()
+    for _ in range(int(config["repeats"])):
+        step()
+    synchronize(where)
+    elapsed = time.perf_counter() - started
+    return {"ms_per_step": 1000.0 * elapsed / int(config["repeats"]), "peak_extra_bytes": float(peak(where) - base)}
 
 
 def synchronize(where: torch.device) -> None:

@@ -28,5 +28,8 @@ def amp_train_step(
        with torch.nn.utils.clip_grad_norm_;
     5. scaler.step(optimizer), then scaler.update().
     """
-    # TODO: the five steps above.
-    raise NotImplementedError("one autocast + GradScaler training step")
+    optimizer.zero_grad(set_to_none=True)
+    # TODO: run the forward pass and the loss under torch.autocast(device_type="cuda", dtype=torch.float16)
+    loss = F.cross_entropy(model(x), y)
+    # TODO: the scaled backward, unscale_ and clip to max_norm, scaler.step, scaler.update
+    raise NotImplementedError(f"one autocast + GradScaler training step (loss {float(loss):.4f})")

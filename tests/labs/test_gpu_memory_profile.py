@@ -25,7 +25,7 @@ LOSES = {
 
 # Correct, written differently: the allocator's statistics instead of memory_allocated(), one reading per stage
 # into a list, and the formula as 16 bytes per trainable parameter split up.
-ALTERNATIVE = '''
+ALTERNATIVE = """
 import torch
 
 
@@ -54,7 +54,7 @@ def profile_memory(make_model, tokens, targets):
 def chapter_formula(num_params, num_trainable):
     per_trainable = {"gradients": 4, "optimizer_states": 4 + 4}
     return {"parameters": num_params * 4, **{k: v * num_trainable for k, v in per_trainable.items()}}
-'''
+"""
 
 
 def configs() -> list[dict[str, Any]]:
@@ -171,7 +171,7 @@ def test_messages_say_what_was_measured_and_what_to_do() -> None:
 
 def test_a_missing_key_or_an_error_is_said_and_each_check_holds_on_its_own() -> None:
     lab, checks = load(LAB)
-    full, frozen = configs()
+    full, _ = configs()
     partial = tree("solution", full)
     del partial["figures"]["activations"]
     outcomes = judge(lab, checks, cases(), rank(partial, "profile_memory raised"))
@@ -210,3 +210,31 @@ def test_the_lab_is_gpu_only_and_refused_without_one(grader) -> None:
     if not has_gpu():
         v = grader.grade(LAB, (FOLDER / "solution.py").read_text())
         assert v.status == "refused" and "nccl needs 1 GPU" in v.message
+
+
+@pytest.mark.parametrize("lab_id", [LAB, "gpu-mixed-precision"])
+def test_content_check_validates_a_gpu_lab_fully_without_a_gpu(tmp_path, lab_id: str) -> None:
+    """Nothing is skipped for a GPU-only lab: its Python, mutants included, is parsed like any lab's."""
+    import shutil
+
+    from app.content.labs import load_lab_content
+
+    folder = tmp_path / lab_id
+    shutil.copytree(labs_dir() / lab_id, folder)
+    lab, problems = load_lab_content(folder, lambda p: p.name, {load(lab_id)[0].spec.exercise})
+    assert lab is not None and problems == []
+    mutant = sorted((folder / "mutants").glob("*.py"))[0]
+    mutant.write_text(mutant.read_text() + "\ndef broken(:\n")
+    (folder / "driver.py").write_text((folder / "driver.py").read_text() + "\nreturn (\n")
+    _, problems = load_lab_content(folder, lambda p: p.name, {load(lab_id)[0].spec.exercise})
+    assert {p.path for p in problems} == {mutant.name, "driver.py"}, problems
+
+
+def test_the_driver_takes_any_number_as_a_figure() -> None:
+    import numpy
+
+    from labs.public import load_public
+
+    number = load_public(str(FOLDER / "checks.py"), "driver").number
+    assert [number(numpy.int64(5)), number(torch.tensor(3)), number(2.5)] == [5.0, 3.0, 2.5]
+    assert [number(True), number(None), number("12")] == ["True", "None", "'12'"]

@@ -166,11 +166,10 @@ def test_on_a_gpu_the_reference_and_an_alternative_get_full_marks(gpu_grader) ->
 def test_on_a_gpu_every_mutant_loses_its_checks(gpu_grader, name: str) -> None:
     v = gpu_grader.grade(LAB, mutant(name))
     got = {c.id for c in v.checks if not c.passed}
-    # float16 on a GPU rounds differently from the CPU: the mutant's own mistake must show, at least.
-    assert LOSES[name] - {"losses"} <= got | ({"memory"} if name == "no_autocast" else set()), [
-        c.message for c in v.checks
-    ]
-    assert got, v.message
+    expected = LOSES[name] | ({"memory"} if name == "no_autocast" else set())
+    if name in ("bfloat16", "no_autocast"):  # a precision mistake: how far the losses drift depends on the GPU
+        got |= {"losses"}
+    assert got == expected, [c.message for c in v.checks]
 
 
 def test_the_lab_is_gpu_only_and_refused_without_one(grader) -> None:

@@ -143,13 +143,22 @@ def profile(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     got = submission.profile_memory(lambda: build_model(inputs), tokens, targets)
     if not isinstance(got, dict):
         raise TypeError(f"profile_memory must return a dict, got {type(got).__name__}")
-    figures = {k: float(got[k]) if isinstance(got.get(k), int | float) else str(got.get(k)) for k in FIGURES}
-    torch.cuda.empty_cache()
+    figures = {k: number(got.get(k)) for k in FIGURES}
+    torch.cuda.empty_cache()  # what your function left cached is not the next measurement's
     num_params, num_trainable = counts(inputs)
     formula = submission.chapter_formula(num_params, num_trainable)
     if not isinstance(formula, dict):
         raise TypeError(f"chapter_formula must return a dict, got {type(formula).__name__}")
-    keys = FIGURES[:3]
-    predicted = {k: float(formula[k]) if isinstance(formula.get(k), int | float) else str(formula.get(k)) for k in keys}
+    predicted = {k: number(formula.get(k)) for k in FIGURES[:3]}
     measured = measure(lambda: build_model(inputs), tokens, targets)
     return {"figures": figures, "formula": predicted, "measured": {k: float(v) for k, v in measured.items()}}
+
+
+def number(value: Any) -> float | str:
+    """A figure as a float (ints, floats, numpy and one-element tensors alike); anything else as text."""
+    if isinstance(value, bool | str) or value is None:
+        return repr(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return repr(value)

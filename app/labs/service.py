@@ -169,6 +169,12 @@ def gpu_waiting(lab: Lab, *, session: Session, now: datetime, connected: int | N
     return have < need
 
 
+def gpu_waiting_labs(labs: list[Lab], *, session: Session, now: datetime) -> set[str]:
+    """The ids of the GPU-only labs among ``labs`` that no live worker can take now (one query for all)."""
+    connected = gpus_connected(session=session, now=now)
+    return {lab.id for lab in labs if gpu_waiting(lab, session=session, now=now, connected=connected)}
+
+
 def checks(submission: Submission, lab: Lab) -> list[dict[str, Any]]:
     """The submission's checks as the pages and the API show them; before grading, every check unscored."""
     verdict = submission.verdict or {}

@@ -77,9 +77,7 @@ def _lab_page(request: Request, lab: Lab, user: Any, current: Submission | None,
 @router.get("", response_class=HTMLResponse)
 def lab_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
     groups = listing.catalogue(user.id if user else None, session=session)
-    connected = service.gpus_connected(session=session, now=utcnow())
-    waiting = {row.lab.id for g in groups for row in g.rows
-               if service.gpu_waiting(row.lab, session=session, now=utcnow(), connected=connected)}  # fmt: skip
+    waiting = service.gpu_waiting_labs([row.lab for g in groups for row in g.rows], session=session, now=utcnow())
     return render(request, "labs/list.html", {"groups": groups, "gpu_waiting": waiting})
 
 

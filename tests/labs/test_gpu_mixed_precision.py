@@ -25,6 +25,7 @@ LOSES = {
     "steps_on_overflow": {"losses", "parameters", "loss-scaling"},
     "unscaled_backward": {"losses", "parameters", "autocast-fp16", "loss-scaling", "memory"},
 }
+MAY_KEEP_LOSSES = {name: {"losses"} for name in ("bfloat16", "no_autocast", "no_zero_grad", "steps_on_overflow")}
 # Peak memory above the model's, as the GPU measures it: float16 activations about 0.6 of float32's.
 BENCH = {
     "fp32": {"ms_per_step": 21.0, "peak_extra_bytes": 900 << 20},
@@ -167,9 +168,9 @@ def test_on_a_gpu_every_mutant_loses_its_checks(gpu_grader, name: str) -> None:
     v = gpu_grader.grade(LAB, mutant(name))
     got = {c.id for c in v.checks if not c.passed}
     expected = LOSES[name] | ({"memory"} if name == "no_autocast" else set())
-    if name in ("bfloat16", "no_autocast"):  # a precision mistake: how far the losses drift depends on the GPU
-        got |= {"losses"}
-    assert got == expected, [c.message for c in v.checks]
+    # Ten steps at lr 0.05 barely move the loss: for a mistake in the updates, whether the later losses drift past
+    # the tolerance depends on the seed (on the CPU: no_zero_grad kept them in 2 seeds of 8); the parameters never.
+    assert expected - MAY_KEEP_LOSSES.get(name, set()) <= got <= expected, [c.message for c in v.checks]
 
 
 def test_the_lab_is_gpu_only_and_refused_without_one(grader) -> None:

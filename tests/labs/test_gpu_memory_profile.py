@@ -137,8 +137,12 @@ def test_the_cases_are_a_full_model_and_one_with_frozen_embeddings() -> None:
     # Every tensor is a multiple of the allocator's 512-byte blocks: the measurement can equal 4P exactly.
     from labs.public import load_public
 
-    model = load_public(str(FOLDER / "checks.py"), "driver").build_model(full)
-    assert all(p.numel() * 4 % 512 == 0 for p in model.parameters())
+    driver = load_public(str(FOLDER / "checks.py"), "driver")
+    for dim in (128, 256):  # every size checks.configs draws
+        for vocab in (512, 1024):
+            model = driver.build_model({**full, "dim": dim, "vocab": vocab, "layers": 1})
+            assert all(p.numel() * 4 % 512 == 0 for p in model.parameters())
+            assert all(p.numel() * 4 <= 1 << 20 for p in model.parameters())  # the small pool: no block rounding
 
 
 def test_the_reference_gets_every_check() -> None:

@@ -4,7 +4,9 @@ Never mounted into the sandbox. The expected figures are measured here, in the w
 worker's GPU, with this lab's copy of the driver's ``measure`` (``torch.cuda.memory_allocated``
 before and after each stage of one AdamW step); the chapter's formula is counted here too:
 $4P$ bytes of parameters, $4P_t$ of gradients and $8P_t$ of AdamW moments for $P$ float32
-parameters of which $P_t$ train. The grader only calls ``cases`` on a worker with a GPU.
+parameters of which $P_t$ train. Every parameter's size is a multiple of 512 bytes and at most 1 MiB
+(the caching allocator's block size and its small pool), so the measurement can equal the formula
+exactly. The grader only calls ``cases`` on a worker with a GPU.
 """
 
 from __future__ import annotations

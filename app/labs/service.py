@@ -155,6 +155,26 @@ def workers(*, session: Session, now: datetime, alive_s: float = ALIVE_S) -> lis
     return list(session.scalars(select(LabWorker).where(alive).order_by(LabWorker.started_at)))
 
 
+def gpus_connected(*, session: Session, now: datetime) -> int:
+    """The most GPUs any live worker has (the freshness rule of ``workers`` and /healthz); 0 when none."""
+    return max((w.gpu_count for w in workers(session=session, now=now)), default=0)
+
+
+def gpu_waiting(lab: Lab, *, session: Session, now: datetime, connected: int | None = None) -> bool:
+    """A GPU-only lab that no live worker can take now: its jobs wait in the queue for one to connect."""
+    need = gpus_needed(lab)
+    if not need:
+        return False
+    have = connected if connected is not None else gpus_connected(session=session, now=now)
+    return have < need
+
+
+def gpu_waiting_labs(labs: list[Lab], *, session: Session, now: datetime) -> set[str]:
+    """The ids of the GPU-only labs among ``labs`` that no live worker can take now (one query for all)."""
+    connected = gpus_connected(session=session, now=now)
+    return {lab.id for lab in labs if gpu_waiting(lab, session=session, now=now, connected=connected)}
+
+
 def checks(submission: Submission, lab: Lab) -> list[dict[str, Any]]:
     """The submission's checks as the pages and the API show them; before grading, every check unscored."""
     verdict = submission.verdict or {}

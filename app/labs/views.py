@@ -57,6 +57,8 @@ def result_view(submission: Submission | None, lab: Lab, *, session: Session) ->
         "charts": charts.check_charts(checks),
         "output": sorted((verdict or {}).get("output", {}).items()),
         "poll_ms": POLL_MS,
+        # A GPU-only lab's queued job says what it waits for, and whether any worker could take it.
+        "gpu_waiting": not submission.done and service.gpu_waiting(lab, session=session, now=utcnow()),
     }
 
 
@@ -68,12 +70,15 @@ def _lab_page(request: Request, lab: Lab, user: Any, current: Submission | None,
         "code": current.code if current is not None else lab.starter,
         "result": result_view(current, lab, session=session),
         "history": service.history(lab.id, user.id, session=session) if user else [],
+        "gpu_waiting": service.gpu_waiting(lab, session=session, now=utcnow()),
     }
 
 
 @router.get("", response_class=HTMLResponse)
 def lab_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    return render(request, "labs/list.html", {"groups": listing.catalogue(user.id if user else None, session=session)})
+    groups = listing.catalogue(user.id if user else None, session=session)
+    waiting = service.gpu_waiting_labs([row.lab for g in groups for row in g.rows], session=session, now=utcnow())
+    return render(request, "labs/list.html", {"groups": groups, "gpu_waiting": waiting})
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)

@@ -23,14 +23,22 @@ REPO = Path(__file__).resolve().parents[2]
 def catalogue_grader() -> Iterator[object]:
     from labs.grader import Grader
 
-    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available())
+    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available(), gpus=cuda_gpus() > 0)
     yield g
     g.close()
+
+
+def cuda_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 @pytest.mark.parametrize("lab_id", LABS)
 def test_lab_is_proven(catalogue_grader, lab_id: str) -> None:
     lab = load_labs(DEFAULT_CONTENT)[lab_id]
+    if lab.spec.needs_gpu and cuda_gpus() < max(lab.spec.world_sizes):
+        pytest.skip(f"{lab_id} needs a CUDA GPU ({max(lab.spec.world_sizes)}); this machine has {cuda_gpus()}")
     rows = prove(catalogue_grader, lab)
     result = summary(rows)
     assert result["mutants"] >= MIN_MUTANTS, f"{lab_id} has {result['mutants']} mutants"
@@ -57,3 +65,29 @@ def test_lab_test_command_refuses_an_unproven_lab(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=REPO, env=env, timeout=60, check=False,
     )  # fmt: skip
     assert missing.returncode == 2 and "no such lab: no-such-lab" in missing.stderr
+
+
+def test_lab_test_command_does_not_prove_a_gpu_lab_without_a_gpu(tmp_path: Path) -> None:
+    """Named, a GPU-only lab that cannot run here exits 3 (not proven, nothing found wrong); in a run of every
+    lab it is listed as skipped and does not fail the run."""
+    lab = tmp_path / "labs" / "tree-lab"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tree-lab", lab)
+    text = (lab / "lab.yaml").read_text().replace("world_sizes: [2, 3]", "world_sizes: [8]\nneeds_gpu: true")
+    (lab / "lab.yaml").write_text(text)
+    env = {**os.environ, "RINGLAB_CONTENT_DIR": str(tmp_path)}
+    ringlab = str(Path(sys.executable).with_name("ringlab"))
+    assert cuda_gpus() < 8, "eight GPUs here: this test's lab would run; give it a larger world size"
+    named = subprocess.run(
+        [ringlab, "lab", "test", "tree-lab", "--no-record"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert named.returncode == 3, named.stdout + named.stderr
+    assert "needs a CUDA GPU (8 per group of ranks; this machine has" in named.stdout
+    assert "NOT RUN, so not proven here" in named.stdout and "solution.py" not in named.stdout
+    assert "not proven here (needs a CUDA GPU): tree-lab" in named.stderr
+    every = subprocess.run(
+        [ringlab, "lab", "test", "--no-record"], capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert every.returncode == 0, every.stdout + every.stderr
+    assert "(skipped, needing a CUDA GPU: tree-lab)" in every.stdout

@@ -1,0 +1,164 @@
+"""Public driver for gpu-memory-profile: the transformer, the warm-up, how the grader measures.
+
+Not secret: read it to see exactly what the grader does. For each case ``profile`` warms the
+GPU up (a small model's forward, backward and AdamW step, so that cuBLAS has its workspace
+before anything is measured), makes the batch on the GPU, and calls your
+``profile_memory(make_model, tokens, targets)``, where ``make_model()`` builds a fresh float32
+transformer on the CPU (with ``frozen``, its embeddings do not train). It then calls
+``chapter_formula(num_params, num_trainable)`` with the model's counts, and measures a fresh
+copy itself (``measure``) the same way the grader does outside your process.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+FIGURES = ("parameters", "gradients", "optimizer_states", "activations")
+
+
+class Block(torch.nn.Module):
+    """Pre-norm transformer block: causal multi-head self-attention, then a GELU MLP."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = torch.nn.LayerNorm(dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.norm2 = torch.nn.LayerNorm(dim)
+        self.fc1 = torch.nn.Linear(dim, 4 * dim)
+        self.fc2 = torch.nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        attention = scores.masked_fill(mask, float("-inf")).softmax(-1)
+        x = x + self.proj((attention @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+class Transformer(torch.nn.Module):
+    """Token and position embeddings, ``layers`` blocks, a final LayerNorm and a language-model head.
+
+    ``model(tokens, targets)`` returns the mean cross-entropy of predicting ``targets``.
+    """
+
+    def __init__(self, vocab: int, dim: int, heads: int, layers: int, context: int) -> None:
+        super().__init__()
+        self.tokens = torch.nn.Embedding(vocab, dim)
+        self.positions = torch.nn.Embedding(context, dim)
+        self.blocks = torch.nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.norm = torch.nn.LayerNorm(dim)
+        self.head = torch.nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        x = self.tokens(tokens) + self.positions(torch.arange(tokens.shape[1], device=tokens.device))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def build_model(config: dict[str, Any]) -> Transformer:
+    """A fresh float32 model on the CPU, from the seed; ``frozen``: the embeddings do not train."""
+    torch.manual_seed(int(config["seed"]))
+    model = Transformer(config["vocab"], config["dim"], config["heads"], config["layers"], config["context"])
+    if config.get("frozen"):
+        for p in (*model.tokens.parameters(), *model.positions.parameters()):
+            p.requires_grad_(False)
+    return model
+
+
+def make_batch(config: dict[str, Any], where: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(int(config["seed"]) + 1)
+    shape = (int(config["batch"]), int(config["tokens"]))
+    tokens = torch.randint(0, config["vocab"], shape, generator=gen)
+    targets = torch.randint(0, config["vocab"], shape, generator=gen)
+    return tokens.to(where), targets.to(where)
+
+
+def device() -> torch.device:
+    if not torch.cuda.is_available():
+        raise RuntimeError("this lab measures GPU memory: it needs a CUDA GPU")
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+def warm_up(config: dict[str, Any], where: torch.device) -> None:
+    """One small step of every kind of kernel, so that no one-off allocation lands inside a measurement."""
+    small = {**config, "layers": 1, "batch": 1, "tokens": 8, "frozen": False}
+    model = build_model(small).to(where)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(*make_batch(small, where)).backward()
+    optimizer.step()
+    del model, optimizer
+    torch.cuda.synchronize(where)
+    torch.cuda.empty_cache()
+
+
+def measure(make_model: Callable[[], torch.nn.Module], tokens: torch.Tensor, targets: torch.Tensor) -> dict[str, int]:
+    """The grader's own measurement: ``torch.cuda.memory_allocated`` before and after each stage."""
+    where = tokens.device
+    torch.cuda.synchronize(where)
+    start = torch.cuda.memory_allocated(where)
+    model = make_model().to(where)
+    after_model = torch.cuda.memory_allocated(where)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loss = model(tokens, targets)
+    after_forward = torch.cuda.memory_allocated(where)
+    loss.backward()
+    del loss
+    after_backward = torch.cuda.memory_allocated(where)
+    optimizer.step()
+    torch.cuda.synchronize(where)
+    after_step = torch.cuda.memory_allocated(where)
+    figures = {
+        "parameters": after_model - start,
+        "activations": after_forward - after_model,
+        "gradients": after_backward - after_model,
+        "optimizer_states": after_step - after_backward,
+    }
+    del model, optimizer
+    torch.cuda.empty_cache()
+    return figures
+
+
+def counts(config: dict[str, Any]) -> tuple[int, int]:
+    """(P, trainable P) of the model ``config`` builds."""
+    model = build_model(config)
+    return sum(p.numel() for p in model.parameters()), sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def profile(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Your figures, your formula, and the driver's own measurement, for one model."""
+    where = device()
+    warm_up(inputs, where)
+    tokens, targets = make_batch(inputs, where)
+    got = submission.profile_memory(lambda: build_model(inputs), tokens, targets)
+    if not isinstance(got, dict):
+        raise TypeError(f"profile_memory must return a dict, got {type(got).__name__}")
+    figures = {k: number(got.get(k)) for k in FIGURES}
+    torch.cuda.empty_cache()  # what your function left cached is not the next measurement's
+    num_params, num_trainable = counts(inputs)
+    formula = submission.chapter_formula(num_params, num_trainable)
+    if not isinstance(formula, dict):
+        raise TypeError(f"chapter_formula must return a dict, got {type(formula).__name__}")
+    predicted = {k: number(formula.get(k)) for k in FIGURES[:3]}
+    measured = measure(lambda: build_model(inputs), tokens, targets)
+    return {"figures": figures, "formula": predicted, "measured": {k: float(v) for k, v in measured.items()}}
+
+
+def number(value: Any) -> float | str:
+    """A figure as a float (ints, floats, numpy and one-element tensors alike); anything else as text."""
+    if isinstance(value, bool | str) or value is None:
+        return repr(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return repr(value)

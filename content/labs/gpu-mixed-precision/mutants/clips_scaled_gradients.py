@@ -1,0 +1,14 @@
+# clips the gradients while they are still scaled (no scaler.unscale_ first): every update is far too small
+import torch
+import torch.nn.functional as F
+
+
+def amp_train_step(model, optimizer, scaler, x, y, max_norm):
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=x.device.type, dtype=torch.float16):
+        loss = F.cross_entropy(model(x), y)
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.detach()

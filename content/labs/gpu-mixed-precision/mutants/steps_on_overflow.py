@@ -1,0 +1,15 @@
+# steps the optimizer itself after unscaling: an overflowing step is applied (inf/NaN) instead of skipped
+import torch
+import torch.nn.functional as F
+
+
+def amp_train_step(model, optimizer, scaler, x, y, max_norm):
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=x.device.type, dtype=torch.float16):
+        loss = F.cross_entropy(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    scaler.update()
+    return loss.detach()

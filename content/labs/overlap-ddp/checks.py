@@ -402,6 +402,13 @@ def _late(r: int, steps: list[dict[str, Any]], options: list[list[list[str]]]) -
                     f" ({int(step['backward'])} issued during the whole backward pass,"
                     f" {int(step['finish'])} by the end of finish())"
                 )
+        after = int(step["finish"]) - issued[-1]
+        if after > 1:
+            return (
+                f"rank {r}, step {s}: {after} collectives were issued after the last gradient ({order[-1]}) was"
+                f" ready, {int(step['finish'])} in the whole step: only the last bucket's all-reduce may wait"
+                " that long"
+            )
     return None
 
 

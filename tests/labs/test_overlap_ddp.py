@@ -220,7 +220,7 @@ def test_reference_counts_its_buckets_on_the_wire_and_starter_says_not_implement
 
 
 def test_empty_collectives_during_backward_do_not_fake_the_overlap(one_grader: Any) -> None:
-    assert FAKE_OVERLAP != (FOLDER / "mutants" / "sync_after_backward.py").read_text()
+    assert "register_post_accumulate_grad_hook" in FAKE_OVERLAP
     v = one_grader.grade(LAB, FAKE_OVERLAP, world_sizes=[2])
     lost = {c.id for c in v.checks if not c.passed}
     assert lost == {"buckets", "overlap"}, " | ".join(c.message for c in v.checks)

@@ -44,7 +44,7 @@ ADVICE = {
 
 # Correct, and written unlike solution.py: tensor hooks that run before accumulation, the other accepted
 # bucket rule (never over the cap: 5 buckets at cap 33,500, 8 at 10,000), .grad replaced by views.
-TENSOR_HOOKS = '''
+TENSOR_HOOKS = """
 import torch
 import torch.distributed as dist
 
@@ -83,11 +83,11 @@ class OverlappingDDP:
             for p, piece in zip(self.groups[g], buf.split([q.numel() for q in self.groups[g]])):
                 p.grad = piece.view_as(p)
         self.inflight, self.grads = [], {}
-'''
+"""
 
 # Correct too: hooks on the AccumulateGrad nodes (they run after the driver's hooks, one gradient late),
 # each gradient divided by N before the sum, buckets kept by index.
-NODE_HOOKS = '''
+NODE_HOOKS = """
 import torch
 import torch.distributed as dist
 
@@ -128,19 +128,23 @@ class OverlappingDDP:
                 q.grad.copy_(flat[offset : offset + q.numel()].view_as(q))
                 offset += q.numel()
         self.works, self.ready = {}, [0] * len(self.buckets)
-'''
+"""
 
 # A cheat: an empty all-reduce at each bucket boundary during backward (no bytes on the wire), the real
 # ones after backward. The driver's count of collectives per step gives it away.
-FAKE_OVERLAP = (FOLDER / "mutants" / "sync_after_backward.py").read_text().replace(
-    "        if not self.buckets[-1]:\n            self.buckets.pop()\n",
-    "        if not self.buckets[-1]:\n            self.buckets.pop()\n"
-    "        last = {id(b[-1]) for b in self.buckets}\n"
-    "        for p in model.parameters():\n"
-    "            if id(p) in last:\n"
-    "                p.register_post_accumulate_grad_hook(\n"
-    "                    lambda _: (dist.all_reduce(torch.zeros(0, dtype=torch.float64), async_op=True), None)[1]\n"
-    "                )\n",
+FAKE_OVERLAP = (
+    (FOLDER / "mutants" / "sync_after_backward.py")
+    .read_text()
+    .replace(
+        "        if not self.buckets[-1]:\n            self.buckets.pop()\n",
+        "        if not self.buckets[-1]:\n            self.buckets.pop()\n"
+        "        last = {id(b[-1]) for b in self.buckets}\n"
+        "        for p in model.parameters():\n"
+        "            if id(p) in last:\n"
+        "                p.register_post_accumulate_grad_hook(\n"
+        "                    lambda _: (dist.all_reduce(torch.zeros(0, dtype=torch.float64), async_op=True), None)[1]\n"
+        "                )\n",
+    )
 )
 
 

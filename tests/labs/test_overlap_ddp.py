@@ -23,6 +23,7 @@ FOLDER = labs_dir() / LAB
 WORLD_SIZES = [2, 3]  # cap 33,500 B (3 buckets) and 65,536 B (2 buckets)
 # mutant: (checks it always loses, checks it may lose as well)
 LOSES: dict[str, tuple[set[str], set[str]]] = {
+    "blocking_allreduce_in_hook": ({"overlap"}, set()),
     "cap_ignored": ({"buckets", "overlap"}, set()),
     "counts_never_reset": ({"parameters", "ranks-identical", "buckets", "overlap"}, set()),
     "forward_order_buckets": ({"buckets"}, set()),
@@ -33,6 +34,7 @@ LOSES: dict[str, tuple[set[str], set[str]]] = {
     "sync_after_backward": ({"overlap"}, set()),
 }
 ADVICE = {
+    "blocking_allreduce_in_hook": "a hook waited for its all-reduce",
     "cap_ignored": "not one per parameter, nor one for the whole model",
     "counts_never_reset": "reset what counts the ready gradients",
     "forward_order_buckets": "reverse model.parameters()",

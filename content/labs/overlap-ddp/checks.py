@@ -389,6 +389,15 @@ def overlap(facts: Facts) -> Outcome:
 def _late(r: int, steps: list[dict[str, Any]], options: list[list[list[str]]]) -> str | None:
     """The first bucket rank ``r`` did not issue by the time the next gradient was ready, or None."""
     for s, step in enumerate(steps):
+        stuck = [int(k) for k in step.get("stuck", [])]
+        if stuck:
+            who = ", ".join(map(str, stuck))
+            return (
+                f"step {s}: rank 0 held its backward pass at its first gradient until the other ranks had finished"
+                f" theirs, but rank{'s' if len(stuck) > 1 else ''} {who} never did: a hook waited for its"
+                " all-reduce (a dist.all_reduce without async_op=True, or wait() right after it), which cannot"
+                " finish without rank 0, so backward stalls at every bucket and nothing overlaps"
+            )
         order, issued = list(step["order"]), [int(c) for c in step["issued"]]
         # A bucket may go out in its last gradient's hook or, at the latest, in the next gradient's.
         floor = [min(c) for c in zip(*([0, *_complete(order, k)[:-1]] for k in options), strict=True)]

@@ -11,14 +11,23 @@ or of torch: right after constructing your object it registers its own
 post-accumulate-grad hook on every parameter. Hooks on a tensor run in the order they
 were registered, so each of its hooks runs right after yours for the same parameter and
 reads how many collectives this rank has issued so far (the process groups' own
-sequence numbers, which every collective advances when it is issued). What it returns
-is compared, outside your code, with single-process training on the whole global
-batch; the bytes on the wire are counted by the kernel, outside the ranks.
+sequence numbers, which every collective advances when it is issued).
+
+And it checks that your hooks do not wait for their all-reduces: the ranks start each
+step together (through the process group's key-value store, which sends nothing on the
+gloo connections), and rank 0 holds its backward pass at its first gradient until every
+other rank has finished its own. An all-reduce issued with ``async_op=True`` lets them
+finish (it completes later, once rank 0 joins in); one that blocks in a hook cannot
+complete without rank 0, so that rank's backward never ends, and rank 0 gives up after
+``HOLD_S`` seconds and says so. What ``train`` returns is compared, outside your code,
+with single-process training on the whole global batch; the bytes on the wire are
+counted by the kernel, outside the ranks.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from typing import Any
 
@@ -85,6 +94,29 @@ def issued() -> int:
     return total
 
 
+HOLD_S = 2.0  # how long rank 0 waits for the other ranks' backward passes (a blocked one never ends)
+
+
+def _store() -> Any:
+    from torch.distributed import distributed_c10d as c10d
+
+    return c10d._get_default_store()
+
+
+def _arrived(store: Any, keys: list[str], timeout_s: float) -> bool:
+    """Whether every key was set in ``store`` within ``timeout_s`` seconds.
+
+    Polled, yielding the CPU between looks: the store's own ``wait`` rounds its timeout up to whole
+    seconds, and a rank that sleeps while the others are blocked looks like a deadlock to the grader.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not store.check(keys):
+        if time.monotonic() > deadline:
+            return False
+        os.sched_yield()
+    return True
+
+
 def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {
         name: (p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan")))
@@ -102,7 +134,9 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     of them (``issued``, read by the driver's hook, which runs after yours), after
     ``loss.backward()`` returned (``backward``) and after ``finish()`` returned (``finish``),
     how many ``.grad`` changed after ``finish()`` returned (``late_writes``: an all-reduce still
-    running), and the seconds spent in the backward pass and in ``finish()`` (shown, never judged).
+    running), on rank 0 the ranks whose backward pass had not ended after ``HOLD_S`` seconds while
+    rank 0 held its own (``stuck``), and the seconds spent in the backward pass and in ``finish()``
+    (shown, never judged).
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     dims, batch = list(inputs["dims"]), int(inputs["batch"])
@@ -112,10 +146,17 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 
     events: list[tuple[str, int]] = []
     base = [0]
+    store, tag = _store(), f"overlap-ddp/{int(inputs['seed'])}"
+    stuck: list[list[int]] = []
+    others = range(1, world_size)
 
     def watch(name: str) -> Any:
         def hook(_: torch.Tensor) -> None:
-            events.append((name, issued() - base[0]))
+            count = issued() - base[0]
+            if rank == 0 and not events and not any(stuck):  # hold only until a first rank got stuck
+                step = len(stuck)
+                stuck.append([r for r in others if not _arrived(store, [f"{tag}/backward/{step}/{r}"], HOLD_S)])
+            events.append((name, count))
 
         return hook
 
@@ -128,11 +169,17 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
         optimizer.zero_grad(set_to_none=True)
         events.clear()
+        store.set(f"{tag}/start/{step}/{rank}", "1")  # start each step together: no rank far behind
+        _arrived(store, [f"{tag}/start/{step}/{r}" for r in range(world_size)], 60.0)
         base[0] = issued()
         loss = F.mse_loss(model(shard(x, rank, world_size)), shard(y, rank, world_size))
         started = time.perf_counter()
         loss.backward()
         backward_s = time.perf_counter() - started
+        if rank:
+            store.set(f"{tag}/backward/{step}/{rank}", "1")
+        elif len(stuck) <= step:
+            stuck.append([])  # held no more (or no gradient was ever ready)
         after_backward = issued() - base[0]
         started = time.perf_counter()
         ddp.finish()
@@ -158,6 +205,7 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
                 "backward": after_backward,
                 "finish": after_finish,
                 "late_writes": late,
+                "stuck": stuck[step] if rank == 0 else [],
                 "backward_s": backward_s,
                 "finish_s": finish_s,
             }

@@ -154,7 +154,10 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
             f" {len(expected) - len(wrong)} of {len(expected)} parameters are right, but not {', '.join(wrong)}:"
             " wait for every bucket's all-reduce in finish(), then divide by the world size and copy it back."
         )
-    return " Each .grad must be the mean over the ranks of their shard gradients (all-reduce, then divide by N)."
+    return (
+        " Each .grad must be the mean over the ranks of their shard gradients: all-reduce each bucket, wait() for"
+        " its work in finish() before reading the buffer, then divide by N and copy it back into .grad."
+    )
 
 
 def gradients(facts: Facts) -> Outcome:

@@ -1,0 +1,433 @@
+"""Trusted checks for overlap-ddp: per-submission inputs, the single-process reference, the rules.
+
+Never mounted into the sandbox. Values are judged against ``driver.reference`` (single-process
+training on the whole global batch), run here on this lab's own copy of the public driver.
+
+Buckets are judged from two sources. The kernel's byte counts (trusted) give the number of
+all-reduces: on this torch's gloo, an all-reduce of S bytes (S >= ~800) costs each rank
+2(N-1)/N x S bytes of payload plus exactly 576 (N-1) bytes of framing, whatever S is (measured
+on 2, 3 and 4 ranks for 100 to 100,000 float64 elements; issued synchronously or not), so the
+framing counts the all-reduces. The driver's timeline (counted in the rank, so only ever used to
+fail) says after which gradient each all-reduce was issued, which fixes the buckets' boundaries
+and whether they were issued during backward.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from labs import training
+from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.public import load_public
+
+DIMS = [48, 64, 64, 64, 64, 16]  # 16,656 float64 parameters: 130.1 KiB of gradients per step
+BATCH = 24  # global batch: equal shards on 2, 3 and 4 ranks
+STEPS = 3
+LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 0.01
+# The bucket cap per world size (bytes): 3, 2 and 4 buckets by DDP's rule (see assign()).
+CAPS = {2: 33_500, 3: 65_536, 4: 10_000}
+TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ by ~1e-16
+FRAMING = 576  # bytes per rank per all-reduce, times (N - 1), on top of the payload (see above)
+
+
+def assign(sizes: list[tuple[str, int]], cap: int, *, never_over: bool) -> list[list[str]]:
+    """Buckets of parameter names, walking ``sizes`` (name, bytes) in reverse parameter order.
+
+    DDP's rule (``never_over=False``): add each parameter to the open bucket, and close the bucket
+    as soon as it holds at least ``cap`` bytes. The other accepted rule (``never_over=True``):
+    close the open bucket first if the parameter would take it over ``cap``.
+    """
+    buckets: list[list[str]] = [[]]
+    size = 0
+    for name, nbytes in reversed(sizes):
+        if never_over and buckets[-1] and size + nbytes > cap:
+            buckets.append([])
+            size = 0
+        buckets[-1].append(name)
+        size += nbytes
+        if size >= cap:
+            buckets.append([])
+            size = 0
+    return [b for b in buckets if b]
+
+
+def candidates(inputs: dict[str, Any]) -> list[list[list[str]]]:
+    """The accepted bucket assignments for these inputs: DDP's rule first."""
+    driver = load_public(__file__, "driver")
+    model = driver.build_model(0, list(inputs["dims"]))
+    sizes = [(n, p.numel() * p.element_size()) for n, p in model.named_parameters()]
+    cap = int(inputs["bucket_cap_bytes"])
+    out = [assign(sizes, cap, never_over=False)]
+    other = assign(sizes, cap, never_over=True)
+    return out + ([other] if other != out[0] else [])
+
+
+def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
+    return training.judge(facts, check, hint, success="single-process training")
+
+
+def ranks_identical(facts: Facts) -> Outcome:
+    return training.ranks_identical(
+        facts,
+        steps=STEPS,
+        first_check="gradients",
+        advice="Every rank must apply the same averaged gradients, so that the replicas never drift apart.",
+    )
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    driver = load_public(__file__, "driver")
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    cap = CAPS.get(world_size, 33_500)
+    inputs = {
+        "seed": seed,
+        "dims": DIMS,
+        "batch": BATCH,
+        "steps": STEPS,
+        "lr": LR,
+        "momentum": MOMENTUM,
+        "weight_decay": WEIGHT_DECAY,
+        "bucket_cap_bytes": cap,
+    }
+    expected = driver.reference(inputs)
+    return [
+        Case(
+            check="gradients",
+            fn="OverlappingDDP",
+            driver="train",
+            label=f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))}, bucket cap {cap} bytes",
+            inputs=[dict(inputs) for _ in range(world_size)],
+            expected=[expected for _ in range(world_size)],
+            inplace=False,
+            measure=True,
+            parts={"gradients": ["grads"], "parameters": ["params"]},
+            tolerance={"grads": TOLERANCE, "params": TOLERANCE},
+        )
+    ]
+
+
+UNFINISHED = training.UNFINISHED.replace("{} check", "gradients check")
+
+
+def _same(a: Any, b: torch.Tensor) -> bool:
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-12)
+
+
+def _local_gradients(inputs: dict[str, Any], rank: int, world_size: int) -> dict[str, torch.Tensor]:
+    """This rank's own shard gradients in the first step (what it has before any averaging)."""
+    driver = load_public(__file__, "driver")
+    dims = list(inputs["dims"])
+    model = driver.build_model(int(inputs["seed"]), dims)
+    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    xs, ys = driver.shard(x, rank, world_size), driver.shard(y, rank, world_size)
+    torch.nn.functional.mse_loss(model(xs), ys).backward()
+    return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+
+
+def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    expected = case.expected[rank]["grads"]
+    if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
+        return ""
+    grads, n = got["grads"], g.world_size
+    wrong = [k for k in expected if not _same(grads.get(k), expected[k])]
+    late = [s.get("late_writes", 0) for s in got.get("timeline", []) if isinstance(s, dict)]
+    if any(late):
+        return (
+            " Some .grad still changed after finish() returned: an all-reduce was still running. In finish(),"
+            " wait() on every bucket's work before you read its buffer or write .grad."
+        )
+    if wrong and all(_same(grads.get(k), n * expected[k]) for k in expected):
+        return f" Every gradient is {n} times too large: all_reduce sums, so divide by dist.get_world_size()."
+    local = _local_gradients(case.inputs[rank], rank, n)
+    right_local = [k for k in wrong if _same(grads.get(k), local[k])]
+    if right_local and len(right_local) == len(wrong):
+        return (
+            f" {', '.join(right_local)} still hold this rank's own shard gradient: nothing was averaged into them."
+            " Every bucket's averaged values must be written back into each parameter's .grad, after its work"
+            " has finished (wait() in finish())."
+        )
+    if 0 < len(wrong) < len(expected):
+        return (
+            f" {len(expected) - len(wrong)} of {len(expected)} parameters are right, but not {', '.join(wrong)}:"
+            " wait for every bucket's all-reduce in finish(), then divide by the world size and copy it back."
+        )
+    return (
+        " Each .grad must be the mean over the ranks of their shard gradients: all-reduce each bucket, wait() for"
+        " its work in finish() before reading the buffer, then divide by N and copy it back into .grad."
+    )
+
+
+def gradients(facts: Facts) -> Outcome:
+    return _judge(facts, "gradients", _gradient_hint)
+
+
+def _parameter_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    if case_failure(g, i, rank, part="gradients") is None:
+        return (
+            f" The first step's gradients were right, so a later step went wrong: every one of the {STEPS}"
+            " steps gets new .grad tensors (the driver sets them to None), so find each bucket's gradients anew"
+            " in every backward pass and reset what counts the ready gradients in finish()."
+        )
+    return " The gradients were already wrong after the first step: fix those first (see that check)."
+
+
+def parameters(facts: Facts) -> Outcome:
+    return _judge(facts, "parameters", _parameter_hint)
+
+
+def _describe(bucket: list[str], nbytes: dict[str, int]) -> str:
+    return f"[{', '.join(bucket)}] ({sum(nbytes[n] for n in bucket)} bytes)"
+
+
+def _complete(order: list[str], buckets: list[list[str]]) -> list[int]:
+    """After each ready gradient in ``order``, how many of ``buckets`` have all their gradients ready."""
+    seen: set[str] = set()
+    out = []
+    for name in order:
+        seen.add(name)
+        out.append(sum(all(n in seen for n in b) for b in buckets))
+    return out
+
+
+def _timeline(got: Any, names: list[str]) -> list[dict[str, Any]] | str:
+    """A rank's per-step timeline, checked for shape, or why it cannot be read."""
+    steps = got.get("timeline") if isinstance(got, dict) else None
+    if not isinstance(steps, list) or len(steps) != STEPS:
+        return "the driver returned no timeline"
+    for s, step in enumerate(steps):
+        order, issued = step.get("order"), step.get("issued")
+        if not isinstance(order, list) or sorted(order) != sorted(names):
+            return (
+                f"in step {s} the driver's hooks saw {len(order) if isinstance(order, list) else 0} of the"
+                f" {len(names)} gradients become ready once each: accumulate every gradient into .grad in"
+                " loss.backward() (do not replace the parameters, nor call backward yourself)"
+            )
+        if not isinstance(issued, torch.Tensor) or issued.numel() != len(names):
+            return "the driver returned a malformed timeline"
+    return steps
+
+
+def _sizes(case: Case) -> dict[str, int]:
+    return {n: t.numel() * t.element_size() for n, t in case.expected[0]["params"].items()}
+
+
+ONE_PER_BUCKET = (
+    "Issue exactly one all-reduce per bucket (not one per parameter, nor one for the whole model), each gradient"
+    " in exactly one bucket, and no other collective"
+)
+ALL_SENT = (
+    "Every gradient must be all-reduced, in float64, exactly once in every step, and finish() must wait() until"
+    " each bucket's all-reduce has finished"
+)
+EARLY = (
+    "A bucket is sent only once every gradient in it is ready: this one was smaller than the cap allows, or filled"
+    " in another order than reverse model.parameters()"
+)
+
+
+def _rule(case: Case, options: list[list[list[str]]], nbytes: dict[str, int]) -> str:
+    listed = ", ".join(_describe(b, nbytes) for b in options[0])
+    return (
+        f"With a cap of {case.inputs[0]['bucket_cap_bytes']} bytes (world size {len(case.inputs)}), walking"
+        " model.parameters() in reverse and closing a bucket once it holds at least the cap, the"
+        f" {len(options[0])} buckets are {listed}"
+    )
+
+
+def buckets(facts: Facts) -> Outcome:
+    problems: list[tuple[str, str]] = []
+    rules: list[str] = []
+    unfinished: list[str] = []
+    data: dict[str, Any] = {}
+    good = total = 0
+    for g, i, case in training.cases_judging(facts, "gradients"):
+        total += 1
+        n, wire = g.world_size, g.wire.get(i)
+        if wire is None or not training.finished(g, i):
+            unfinished.append(str(n))
+            continue
+        nbytes = _sizes(case)
+        size, frame = sum(nbytes.values()), FRAMING * (n - 1)
+        payload = STEPS * 2 * (n - 1) * size / n
+        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        counts = [(s - payload) / frame / STEPS for s in sent]
+        options = candidates(case.inputs[0])
+        chosen = next((k for k in options if abs(counts[0] - len(k)) * STEPS < 0.5), options[0])
+        data[f"world_size_{n}"] = {
+            "bucket_cap_bytes": int(case.inputs[0]["bucket_cap_bytes"]),
+            "expected_buckets": [_describe(b, nbytes) for b in options[0]],
+            "all_reduces_per_step_from_the_wire": [round(c, 2) for c in counts],
+            "measured_bytes_per_rank": sent,
+            "payload_bytes_per_rank": round(payload),
+            "framing_bytes_per_all_reduce": frame,
+        }
+        off = [(r, c) for r, c in enumerate(counts) if abs(c - len(chosen)) * STEPS >= 0.5]
+        if off:
+            r, c = off[0]
+            if c < 0.5:
+                what = (
+                    f"world size {n}: rank {r} sent only {sent[r]} bytes in {STEPS} steps, less than one all-reduce"
+                    f" of the {size}-byte float64 gradients per step needs ({round(payload + STEPS * frame)})"
+                )
+                problems.append((what, ALL_SENT))
+            else:
+                what = (
+                    f"world size {n}: rank {r} sent {sent[r]} bytes in {STEPS} steps: the {size}-byte float64"
+                    f" gradients once per step plus the framing of {c:.3g} all-reduces per step, not {len(chosen)}"
+                )
+                problems.append((what, ONE_PER_BUCKET))
+            rules.append(_rule(case, options, nbytes))
+            continue
+        why = _issue_points(g, i, case, chosen, nbytes)
+        if why:
+            problems.append((f"world size {n}: {why[0]}", why[1]))
+            rules.append(_rule(case, options, nbytes))
+            continue
+        good += 1
+    if not total:
+        return Outcome(False, "no measured training run", data, fraction=0.0)
+    if unfinished:
+        problems.append((UNFINISHED.format(training.sizes(unfinished), "its buckets cannot be judged"), ""))
+    if problems:
+        advice = [a for a in dict.fromkeys(a for _, a in problems) if a] + rules[:1]
+        message = "; ".join(w for w, _ in problems[:3]) + "." + "".join(f" {a}." for a in advice)
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
+    note = ""
+    if not gradients(facts).passed:
+        note = " (the buckets are right, although the values are not: see the other checks)"
+    return Outcome(True, f"one all-reduce per bucket, with the expected buckets, on every rank{note}", data, 1.0)
+
+
+def _issue_points(
+    g: Any, i: int, case: Case, chosen: list[list[str]], nbytes: dict[str, int]
+) -> tuple[str, str] | None:
+    """Why some rank issued an all-reduce before its bucket was complete, or a wrong number per step."""
+    for r in range(g.world_size):
+        steps = _timeline(result(g, i, r), list(nbytes))
+        if isinstance(steps, str):
+            return f"rank {r}: {steps}", ""
+        for s, step in enumerate(steps):
+            if int(step.get("finish", -1)) != len(chosen):
+                what = (
+                    f"rank {r} issued {step.get('finish')} collectives in step {s} (counted in the rank, by the"
+                    f" process groups' sequence numbers), not one per bucket ({len(chosen)})"
+                )
+                return what, ONE_PER_BUCKET
+            order, issued = list(step["order"]), [int(c) for c in step["issued"]]
+            for j, (done, count) in enumerate(zip(_complete(order, chosen), issued, strict=True)):
+                if count > done:
+                    what = (
+                        f"rank {r}, step {s}: {count} all-reduce{'s were' if count > 1 else ' was'} issued by the"
+                        f" time the gradient of {order[j]} (the {_nth(j + 1)} to be ready) was, when only {done}"
+                        f" bucket{'s were' if done != 1 else ' was'} complete"
+                    )
+                    return what, EARLY
+    return None
+
+
+def _nth(k: int) -> str:
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th") if k not in (11, 12, 13) else "th"
+    return f"{k}{suffix}"
+
+
+LATE = (
+    " Issue each bucket's all-reduce with async_op=True from the hook of its last gradient, while backward goes"
+    " on, and only wait() for the works in finish()."
+)
+
+
+def overlap(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    unfinished: list[str] = []
+    data: dict[str, Any] = {}
+    good = total = 0
+    for g, i, case in training.cases_judging(facts, "gradients"):
+        total += 1
+        n = g.world_size
+        if not training.finished(g, i):
+            unfinished.append(str(n))
+            continue
+        nbytes = _sizes(case)
+        options = candidates(case.inputs[0])
+        why = None
+        seen: dict[str, Any] = {}
+        for r in range(n):
+            steps = _timeline(result(g, i, r), list(nbytes))
+            if isinstance(steps, str):
+                why = why or f"rank {r}: {steps}"
+                continue
+            seen[str(r)] = {
+                "issued_during_backward": [int(s["backward"]) for s in steps],
+                "issued_by_finish": [int(s["finish"]) for s in steps],
+                "backward_ms": [round(1e3 * float(s.get("backward_s", 0)), 3) for s in steps],
+                "finish_ms": [round(1e3 * float(s.get("finish_s", 0)), 3) for s in steps],
+            }
+            why = why or _late(r, steps, options)
+        data[f"world_size_{n}"] = {"expected_buckets": len(options[0]), "ranks": seen}
+        if why:
+            problems.append(f"world size {n}, {why}")
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no training run", data, fraction=0.0)
+    if unfinished:
+        problems.append(UNFINISHED.format(training.sizes(unfinished), "when the all-reduces started is unknown"))
+    if problems:
+        message = "; ".join(problems[:2]) + "." + (LATE if any(p.startswith("world size") for p in problems) else "")
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
+    note = ""
+    if not gradients(facts).passed:
+        note = " (although the values are not right: see the other checks)"
+    return Outcome(
+        True,
+        "every bucket's all-reduce was issued during backward, as soon as its last gradient was ready" + note,
+        data,
+        1.0,
+    )
+
+
+def _late(r: int, steps: list[dict[str, Any]], options: list[list[list[str]]]) -> str | None:
+    """The first bucket rank ``r`` did not issue by the time the next gradient was ready, or None."""
+    for s, step in enumerate(steps):
+        stuck = [int(k) for k in step.get("stuck", [])]
+        if stuck:
+            who = ", ".join(map(str, stuck))
+            return (
+                f"step {s}: rank 0 held its backward pass at its first gradient until the other ranks had finished"
+                f" theirs, but rank{'s' if len(stuck) > 1 else ''} {who} never did: a hook waited for its"
+                " all-reduce (a dist.all_reduce without async_op=True, or wait() right after it), which cannot"
+                " finish without rank 0, so backward stalls at every bucket and nothing overlaps"
+            )
+        order, issued = list(step["order"]), [int(c) for c in step["issued"]]
+        # A bucket may go out in its last gradient's hook or, at the latest, in the next gradient's.
+        floor = [min(c) for c in zip(*([0, *_complete(order, k)[:-1]] for k in options), strict=True)]
+        for j, (need, count) in enumerate(zip(floor, issued, strict=True)):
+            if count < need:
+                ready = order[j - 1]
+                return (
+                    f"rank {r}, step {s}: only {count} all-reduce{'s' if count != 1 else ''} had been issued by the"
+                    f" time the gradient of {order[j]} was ready, although {need}"
+                    f" bucket{'s were' if need != 1 else ' was'} complete once {ready} was"
+                    f" ({int(step['backward'])} issued during the whole backward pass,"
+                    f" {int(step['finish'])} by the end of finish())"
+                )
+        after = int(step["finish"]) - issued[-1]
+        if after > 1:
+            return (
+                f"rank {r}, step {s}: {after} collectives were issued after the last gradient ({order[-1]}) was"
+                f" ready, {int(step['finish'])} in the whole step: only the last bucket's all-reduce may wait"
+                " that long"
+            )
+    return None
+
+
+RULES = {
+    "gradients": gradients,
+    "parameters": parameters,
+    "ranks-identical": ranks_identical,
+    "buckets": buckets,
+    "overlap": overlap,
+}

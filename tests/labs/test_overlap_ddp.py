@@ -1,0 +1,235 @@
+"""overlap-ddp: the bucket rule and the statement agree; each mutant loses the checks it should, graded for real.
+
+``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each mutant loses points; this pins
+which, proves that correct solutions written differently get full marks, and that faking the
+overlap with empty collectives during backward does not pay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from labs import template
+from labs.grader import Grader
+
+from .conftest import labs_dir
+
+LAB = "overlap-ddp"
+FOLDER = labs_dir() / LAB
+WORLD_SIZES = [2, 3]  # cap 33,500 B (3 buckets) and 65,536 B (2 buckets)
+# mutant: (checks it always loses, checks it may lose as well)
+LOSES: dict[str, tuple[set[str], set[str]]] = {
+    "blocking_allreduce_in_hook": ({"overlap"}, set()),
+    "cap_ignored": ({"buckets", "overlap"}, set()),
+    "counts_never_reset": ({"parameters", "ranks-identical", "buckets", "overlap"}, set()),
+    "forward_order_buckets": ({"buckets"}, set()),
+    # The un-waited works race the copy back: the values are wrong; the last step's bytes may not be sent yet.
+    "no_wait": ({"gradients", "parameters"}, {"ranks-identical", "buckets"}),
+    "one_allreduce_per_parameter": ({"buckets"}, set()),
+    "sum_not_average": ({"gradients", "parameters"}, set()),
+    "sync_after_backward": ({"overlap"}, set()),
+}
+ADVICE = {
+    "blocking_allreduce_in_hook": "a hook waited for its all-reduce",
+    "cap_ignored": "not one per parameter, nor one for the whole model",
+    "counts_never_reset": "reset what counts the ready gradients",
+    "forward_order_buckets": "reverse model.parameters()",
+    "no_wait": "wait",
+    "one_allreduce_per_parameter": "framing of 10 all-reduces per step",
+    "sum_not_average": "divide by dist.get_world_size()",
+    "sync_after_backward": "0 issued during the whole backward pass",
+}
+
+# Correct, and written unlike solution.py: tensor hooks that run before accumulation, the other accepted
+# bucket rule (never over the cap: 5 buckets at cap 33,500, 8 at 10,000), .grad replaced by views.
+TENSOR_HOOKS = """
+import torch
+import torch.distributed as dist
+
+
+class OverlappingDDP:
+    def __init__(self, model, bucket_cap_bytes):
+        self.n = dist.get_world_size()
+        self.groups, current, size = [], [], 0
+        for p in reversed(list(model.parameters())):
+            b = p.numel() * p.element_size()
+            if current and size + b > bucket_cap_bytes:
+                self.groups.append(current)
+                current, size = [], 0
+            current.append(p)
+            size += b
+        if current:
+            self.groups.append(current)
+        self.grads, self.inflight = {}, []
+        for g, group in enumerate(self.groups):
+            for p in group:
+                p.register_hook(self._make(g, p))
+
+    def _make(self, g, p):
+        def hook(grad):
+            self.grads[p] = grad
+            if all(q in self.grads for q in self.groups[g]):
+                buf = torch.cat([self.grads[q].flatten() for q in self.groups[g]])
+                self.inflight.append((g, buf, dist.all_reduce(buf, op=dist.ReduceOp.SUM, async_op=True)))
+            return grad
+        return hook
+
+    def finish(self):
+        for g, buf, work in self.inflight:
+            work.wait()
+            buf.div_(self.n)
+            for p, piece in zip(self.groups[g], buf.split([q.numel() for q in self.groups[g]])):
+                p.grad = piece.view_as(p)
+        self.inflight, self.grads = [], {}
+"""
+
+# Correct too: hooks on the AccumulateGrad nodes (they run after the driver's hooks, one gradient late),
+# each gradient divided by N before the sum, buckets kept by index.
+NODE_HOOKS = """
+import torch
+import torch.distributed as dist
+
+
+class OverlappingDDP:
+    def __init__(self, model, bucket_cap_bytes):
+        params = list(model.parameters())
+        self.n = dist.get_world_size()
+        self.bucket_index, self.buckets, total = {}, [], 0
+        for p in params[::-1]:
+            if not self.buckets or total >= bucket_cap_bytes:
+                self.buckets.append([])
+                total = 0
+            self.buckets[-1].append(p)
+            self.bucket_index[id(p)] = len(self.buckets) - 1
+            total += p.numel() * p.element_size()
+        self.ready, self.works, self.keep = [0] * len(self.buckets), {}, []
+        for p in params:
+            acc = p.view_as(p).grad_fn.next_functions[0][0]
+            acc.register_hook(self._hook_for(p))
+            self.keep.append(acc)
+
+    def _hook_for(self, p):
+        def hook(grad_inputs, grad_outputs):
+            b = self.bucket_index[id(p)]
+            self.ready[b] += 1
+            if self.ready[b] == len(self.buckets[b]):
+                flat = torch.cat([q.grad.reshape(-1) / self.n for q in self.buckets[b]])
+                self.works[b] = (dist.all_reduce(flat, async_op=True), flat)
+        return hook
+
+    def finish(self):
+        for b in sorted(self.works):
+            work, flat = self.works[b]
+            work.wait()
+            offset = 0
+            for q in self.buckets[b]:
+                q.grad.copy_(flat[offset : offset + q.numel()].view_as(q))
+                offset += q.numel()
+        self.works, self.ready = {}, [0] * len(self.buckets)
+"""
+
+# A cheat: an empty all-reduce at each bucket boundary during backward (no bytes on the wire), the real
+# ones after backward. The driver's count of collectives per step gives it away.
+FAKE_OVERLAP = (
+    (FOLDER / "mutants" / "sync_after_backward.py")
+    .read_text()
+    .replace(
+        "        if not self.buckets[-1]:\n            self.buckets.pop()\n",
+        "        if not self.buckets[-1]:\n            self.buckets.pop()\n"
+        "        last = {id(b[-1]) for b in self.buckets}\n"
+        "        for p in model.parameters():\n"
+        "            if id(p) in last:\n"
+        "                p.register_post_accumulate_grad_hook(\n"
+        "                    lambda _: (dist.all_reduce(torch.zeros(0, dtype=torch.float64), async_op=True), None)[1]\n"
+        "                )\n",
+    )
+)
+
+
+def checks():  # type: ignore[no-untyped-def]
+    return Grader.load_checks(FOLDER)[1]
+
+
+def test_the_statement_lists_the_buckets_the_rule_gives() -> None:
+    c = checks()
+    statement = (FOLDER / "statement.md").read_text()
+    for n, cap in c.CAPS.items():
+        inputs = {"dims": c.DIMS, "bucket_cap_bytes": cap}
+        ddp_rule = c.candidates(inputs)[0]
+        row = next(line for line in statement.splitlines() if line.startswith(f"| {n} | {cap:,} |"))
+        listed = [part.split("]")[0].split(", ") for part in row.split("[")[1:]]
+        assert listed == ddp_rule, (n, row)
+    assert [len(c.candidates({"dims": c.DIMS, "bucket_cap_bytes": c.CAPS[n]})[0]) for n in (2, 3, 4)] == [3, 2, 4]
+
+
+def test_bucket_rules() -> None:
+    c = checks()
+    sizes = [("a", 10), ("b", 30), ("c", 5), ("d", 40)]  # reverse order: d, c, b, a
+    assert c.assign(sizes, 40, never_over=False) == [["d"], ["c", "b", "a"]]
+    assert c.assign(sizes, 44, never_over=False) == [["d", "c"], ["b", "a"]]
+    assert c.assign(sizes, 44, never_over=True) == [["d"], ["c", "b"], ["a"]]
+    assert c.assign(sizes, 1000, never_over=False) == [["d", "c", "b", "a"]]
+    assert c.assign(sizes, 1, never_over=True) == [["d"], ["c"], ["b"], ["a"]]
+
+
+def test_backward_makes_the_gradients_ready_in_reverse_parameter_order() -> None:
+    c = checks()
+    driver = c.load_public(c.__file__, "driver")
+    inputs = {"seed": 3, "dims": c.DIMS, "batch": c.BATCH}
+    names = [n for n, _ in driver.build_model(3, c.DIMS).named_parameters()]
+    assert driver.ready_order(inputs) == names[::-1]
+
+
+@pytest.fixture(scope="module")
+def one_grader() -> Iterator[Any]:
+    g = Grader(pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+def test_every_mutant_is_listed() -> None:
+    assert {f.stem for f in (FOLDER / "mutants").glob("*.py")} == set(LOSES)
+
+
+@pytest.mark.parametrize("mutant", sorted(LOSES))
+def test_mutant_loses_its_checks(one_grader: Any, mutant: str) -> None:
+    code = (FOLDER / "mutants" / f"{mutant}.py").read_text()
+    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
+    lost = {c.id for c in v.checks if not c.passed}
+    always, maybe = LOSES[mutant]
+    assert always <= lost <= always | maybe, v.message + " " + " | ".join(c.message for c in v.checks)
+    assert ADVICE[mutant] in " ".join(c.message for c in v.checks if not c.passed)
+
+
+@pytest.mark.parametrize("code", [TENSOR_HOOKS, NODE_HOOKS], ids=["tensor-hooks-never-over", "node-hooks"])
+def test_correct_solutions_written_differently_get_full_marks(one_grader: Any, code: str) -> None:
+    v = one_grader.grade(LAB, code)  # every world size: 3, 2 and 4 buckets (5, 3 and 8 never over the cap)
+    assert v.score == v.max_score, " | ".join(c.message for c in v.checks)
+
+
+def test_reference_counts_its_buckets_on_the_wire_and_starter_says_not_implemented(one_grader: Any) -> None:
+    v = one_grader.grade(LAB, (FOLDER / "solution.py").read_text())
+    assert v.score == v.max_score, v.message
+    data = next(c for c in v.checks if c.id == "buckets").data
+    for n, buckets in ((2, 3), (3, 2), (4, 4)):
+        counts = data[f"world_size_{n}"]["all_reduces_per_step_from_the_wire"]
+        assert counts == [float(buckets)] * n, data
+    overlap = next(c for c in v.checks if c.id == "overlap").data
+    assert overlap["world_size_2"]["ranks"]["0"]["issued_during_backward"] == [3, 3, 3]
+    v = one_grader.grade(LAB, (FOLDER / "starter.py").read_text(), world_sizes=[2])
+    messages = " ".join(c.message for c in v.checks)
+    assert "NotImplementedError" in messages and "NameError" not in messages
+
+
+def test_empty_collectives_during_backward_do_not_fake_the_overlap(one_grader: Any) -> None:
+    assert "register_post_accumulate_grad_hook" in FAKE_OVERLAP
+    v = one_grader.grade(LAB, FAKE_OVERLAP, world_sizes=[2])
+    lost = {c.id for c in v.checks if not c.passed}
+    assert lost == {"buckets", "overlap"}, " | ".join(c.message for c in v.checks)
+    messages = " ".join(c.message for c in v.checks if not c.passed)
+    assert re.search(r"issued 6 collectives in step 0", messages), messages
+    assert "3 collectives were issued after the last gradient" in messages, messages

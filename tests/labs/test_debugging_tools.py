@@ -107,8 +107,9 @@ def test_reference_shows_the_straggler_and_starter_says_not_implemented(one_grad
     assert v.score == v.max_score, v.message
     times = next(c for c in v.checks if c.id == "timing-times").data["world_size_3"]
     assert {f"rank_{r}" for r in range(3)} == set(times)
-    # Two of the three ranks waited about 50 ms for the straggler in one all-reduce.
-    assert sum(max(t["seconds"]) >= 0.025 for t in times.values()) >= 2, times
+    # The ranks that waited for the straggler (50 ms) show it in one of their rows.
+    assert any(max(t["seconds"]) >= 0.025 for t in times.values()), times
+    assert all(max(t["seconds"]) >= t["driver_delayed_call"] / 2 for t in times.values()), times
     wire = next(c for c in v.checks if c.id == "communication").data["world_size_3"]
     assert 1.0 <= wire["measured_total_bytes"] / wire["expected_total_bytes"] < 1.05, wire
     v = one_grader.grade(LAB, (labs_dir() / LAB / "starter.py").read_text(), world_sizes=WORLD_SIZES)

@@ -164,12 +164,14 @@ def timing(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     ``rows``: ``table()``'s rows as plain data (judged: one per collective, op and bytes; times).
     ``results``: a digest of each collective's output on this rank (judged: the collectives worked).
     ``elapsed``: the driver's own wall-clock time around the whole sequence (bounds the times).
+    ``waited``: the driver's own wall-clock time around the delayed all-reduce's call.
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     seed = int(inputs["seed"])
     profiler = submission.CommProfiler()
     dist.barrier()
     results = []
+    waited = math.nan
     start = time.perf_counter()
     for i, op in enumerate(inputs["ops"]):
         t = make_tensor(seed, i, rank, op)
@@ -177,6 +179,7 @@ def timing(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
             dist.barrier()  # not through the profiler: it must not appear in the table
             if rank == int(inputs["straggler"]):
                 time.sleep(float(inputs["delay"]))
+        issued = time.perf_counter()
         if op["op"] == "all_reduce":
             profiler.all_reduce(t)
         elif op["op"] == "broadcast":
@@ -185,6 +188,8 @@ def timing(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
             out = [torch.empty_like(t) for _ in range(world_size)]
             profiler.all_gather(out, t)
             t = torch.cat(out)
+        if i == int(inputs["delayed"]):
+            waited = time.perf_counter() - issued
         results.append(digest(t))
     elapsed = time.perf_counter() - start
     table = profiler.table()
@@ -192,7 +197,7 @@ def timing(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         rows: list[Any] | str = [as_row(r) for r in table]
     else:
         rows = f"table() returned {type(table).__name__}, not a list of rows"
-    return {"rows": rows, "results": results, "elapsed": elapsed}
+    return {"rows": rows, "results": results, "elapsed": elapsed, "waited": waited}
 
 
 def expected_output(seed: int, index: int, op: dict[str, Any], world_size: int) -> torch.Tensor:

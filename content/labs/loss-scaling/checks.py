@@ -126,6 +126,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
             label=f"{STEPS} steps, {said}; overflows at {where}",
             inputs=[dict(inputs) for _ in range(world_size)],
             expected=expected,
+            measure=True,  # not judged: the result page draws who sent what to whom
             parts={"scales": ["scales"], "skipped": ["skipped"], "gradients": ["grads"], "parameters": ["params"]},
             tolerance={"scales": (0.0, 0.0), "grads": TOLERANCE, "params": TOLERANCE},
         )

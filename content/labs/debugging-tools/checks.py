@@ -1,0 +1,513 @@
+"""Trusted checks for debugging-tools: each grade's calls, the single-process truth, the rules.
+
+Never mounted into the sandbox. The expected norms, losses and collective outputs are
+computed here on one process with this lab's own copy of the public driver.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from labs import training
+from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.public import load_public
+
+DIMS = [32, 64, 8]  # 2,632 float64 parameters
+BATCH = 24  # equal shards on 2, 3 and 4 ranks
+TOLERANCE = (1e-9, 1e-12)
+OPS = 6  # collectives per timing call: all_reduce, broadcast, all_gather, twice each, in a random order
+# Elements per collective, so that gloo's framing does not dominate: all_reduce and broadcast 8-16 Ki
+# (float64 or float32); all_gather 16-24 Ki float64, so that its bytes are at least 40% of the wire.
+NUMEL = {"all_reduce": (8192, 16385), "broadcast": (8192, 16385), "all_gather": (16384, 24577)}
+DELAY = 0.05  # seconds the straggler sleeps before one all-reduce
+# Where the driver's own clock saw the delayed all-reduce take WAITED s or more (the ranks that waited
+# for the straggler), the rank's longest all-reduce row must be at least SEEN x that.
+SEEN, WAITED = 0.5, 0.02
+SLACK = 0.005  # seconds: the times may exceed the driver's own clock by this much in all
+# Total bytes on the wire over all ranks, as multiples of gloo's algorithms (LABS-FACTS): all_reduce
+# 2(N-1)S, broadcast (N-1)S, all_gather N(N-1)S. Measured on the reference: 1.003-1.005; an all_gather
+# emulated by an all-reduce of a padded buffer: 1.4 or more (all_gather is 40% of the bytes or more).
+HIGH, LOW = 1.15, 0.9
+HEADERS = 4096  # bytes per rank and collective on top, for gloo's framing and the driver's barriers
+SIZES = {"float64": 8, "float32": 4}
+
+
+def _draw(gen: torch.Generator, high: int) -> int:
+    return int(torch.randint(0, high, (1,), generator=gen))
+
+
+def _norm(grads: dict[str, torch.Tensor]) -> torch.Tensor:
+    return torch.stack([g.pow(2).sum() for g in grads.values()]).sum().sqrt()
+
+
+def local_gradients(seed: int, rank: int, world_size: int) -> dict[str, torch.Tensor]:
+    """Rank ``rank``'s own gradients after one backward on its shard (what it holds before any averaging)."""
+    driver = load_public(__file__, "driver")
+    model = driver.build_model(seed, DIMS)
+    x, y = driver.make_batch(seed + 1, DIMS, BATCH)
+    driver.loss_fn(model, driver.shard(x, rank, world_size), driver.shard(y, rank, world_size)).backward()
+    return {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def _norms_case(world_size: int, seed: int) -> Case:
+    grads = [local_gradients(seed, r, world_size) for r in range(world_size)]
+    norms = torch.stack([_norm(g) for g in grads])
+    inputs = {"seed": seed, "dims": DIMS, "batch": BATCH}
+    return Case(
+        check="norms",
+        fn="gradient_norms",
+        driver="norms",
+        label=f"gradient norms after one backward on each rank's {BATCH // world_size} examples",
+        inputs=[dict(inputs) for _ in range(world_size)],
+        expected=[{"norms": norms, "grads": grads[r]} for r in range(world_size)],
+        parts={"norms": ["norms"], "gradients-untouched": ["grads"]},
+        tolerance={"norms": TOLERANCE, "grads": (0.0, 0.0)},
+    )
+
+
+def _drift(gen: torch.Generator, seed: int, rank: int) -> dict[str, Any]:
+    """One weight of ``rank``'s replica off by a relative 1e-6: its loss moves by ~1e-13 to 1e-7 relative."""
+    driver = load_public(__file__, "driver")
+    base = {"seed": seed, "dims": DIMS, "batch": BATCH}
+    want = float(driver.sync_loss(base, 0))
+    names = [f"{2 * k}.weight" for k in range(len(DIMS) - 1)]
+    change: dict[str, Any] = {}
+    for _ in range(20):
+        param = names[_draw(gen, len(names))]
+        numel = DIMS[int(param.split(".")[0]) // 2] * DIMS[int(param.split(".")[0]) // 2 + 1]
+        change = {"kind": "drift", "rank": rank, "param": param, "index": _draw(gen, numel), "scale": 1e-6}
+        got = float(driver.sync_loss({**base, "change": change}, rank))
+        if 1e-13 < abs(got - want) / abs(want) < 1e-7:
+            break
+    return change
+
+
+def _sync_cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    seed, again = _draw(gen, 2**31 - 1), _draw(gen, 2**31 - 1)
+    other = 1 + _draw(gen, world_size - 1)  # never rank 0: comparing with rank 0 alone shows
+    plan = [
+        ("in sync: the same model and batch on every rank", seed, None),
+        (f"rank {other} reads another batch", seed, {"kind": "batch", "rank": other}),
+        ("one weight of rank 0's replica drifted by a relative 1e-6", seed, _drift(gen, seed, 0)),
+        ("in sync again: another model and batch, the same on every rank", again, None),
+    ]
+    return [
+        Case(
+            check="sync",
+            fn="losses_in_sync",
+            driver="sync",
+            label=label,
+            inputs=[{"seed": s, "dims": DIMS, "batch": BATCH, "change": change} for _ in range(world_size)],
+            expected=[{"in_sync": change is None} for _ in range(world_size)],
+            parts={"sync": ["in_sync"]},
+        )
+        for label, s, change in plan
+    ]
+
+
+def _timing_case(world_size: int, gen: torch.Generator) -> Case:
+    driver = load_public(__file__, "driver")
+    seed = _draw(gen, 2**31 - 1)
+    kinds = ["all_reduce", "broadcast", "all_gather"] * (OPS // 3)
+    ops = []
+    for k in torch.randperm(OPS, generator=gen).tolist():
+        kind = kinds[k]
+        dtype = "float64" if kind == "all_gather" else ("float64", "float32")[_draw(gen, 2)]
+        low, high = NUMEL[kind]
+        numel = low + _draw(gen, high - low)
+        ops.append({"op": kind, "dtype": dtype, "numel": numel, "src": _draw(gen, world_size)})
+    reduces = [i for i, op in enumerate(ops) if op["op"] == "all_reduce"]
+    delayed, straggler = reduces[_draw(gen, len(reduces))], _draw(gen, world_size)
+    rows = [{"op": op["op"], "bytes": op["numel"] * SIZES[op["dtype"]]} for op in ops]
+    results = [driver.digest(driver.expected_output(seed, i, op, world_size)) for i, op in enumerate(ops)]
+    inputs = {"seed": seed, "ops": ops, "delayed": delayed, "straggler": straggler, "delay": DELAY}
+    said = ", ".join(f"{op['op']} ({op['dtype']}, {op['numel']})" for op in ops)
+    return Case(
+        check="timing-rows",
+        fn="CommProfiler",
+        driver="timing",
+        label=f"{OPS} collectives through CommProfiler: {said}",
+        inputs=[dict(inputs) for _ in range(world_size)],
+        expected=[{"rows": rows, "results": results} for _ in range(world_size)],
+        measure=True,
+        parts={"collective-results": ["results"]},
+        tolerance={"results": (0.0, 0.0)},
+    )
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    seed = _draw(gen, 2**31 - 1)
+    return [_norms_case(world_size, seed), *_sync_cases(world_size, gen), _timing_case(world_size, gen)]
+
+
+# ---- gradient norms ------------------------------------------------------------------------------
+
+
+def _norms_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    if not isinstance(got, dict):
+        return ""
+    mine = got.get("norms")
+    want = case.expected[rank]["norms"]
+    n = g.world_size
+    if not isinstance(mine, torch.Tensor):
+        return f" gradient_norms must return a float tensor of shape ({n},) (got {mine})."
+    if mine.shape != want.shape:
+        if mine.numel() == 1 and torch.allclose(mine.reshape(()), want[rank]):
+            return (
+                f" That is this rank's own norm only: gather every rank's norm (dist.all_gather of the"
+                f" one-element norm) and return all {n}, in rank order."
+            )
+        return f" Return one norm per rank: shape ({n},), entry r being rank r's norm."
+    close = [bool(torch.isclose(mine[r], want[r], rtol=1e-9)) for r in range(n)]
+    if close[rank] and not all(close):
+        return (
+            f" Entry {rank} (this rank's own norm) is right, the others are not: every rank must hold every"
+            " rank's norm. Gather the local norms with dist.all_gather (or all-reduce a vector that is zero"
+            " except at your own index)."
+        )
+    seed = int(case.inputs[rank]["seed"])
+    grads = [local_gradients(seed, r, n) for r in range(n)]
+    mean = _norm({k: sum(gr[k] for gr in grads) / n for k in grads[0]})  # type: ignore[misc]
+    if torch.allclose(mine, mean.expand(n), rtol=1e-9):
+        return (
+            " Every entry is the norm of the gradient averaged over the ranks. Monitoring per rank means"
+            " each rank's own, local gradient (a rank whose gradient explodes shows up only there): take"
+            " the norm before any averaging, and gather the norms, not the gradients."
+        )
+    if torch.allclose(mine, want**2, rtol=1e-9):
+        return " These are the squared norms: take the square root of the sum of squares."
+    per = torch.stack([torch.stack([gr[k].norm() for k in gr]).sum() for gr in grads])
+    if torch.allclose(mine, per, rtol=1e-9):
+        return (
+            " These are sums of the per-parameter norms: the L2 norm over all parameters is"
+            " sqrt(sum over parameters of (p.grad ** 2).sum())."
+        )
+    return " Entry r must be sqrt(sum over parameters of (p.grad ** 2).sum()) on rank r, before any averaging."
+
+
+def norms(facts: Facts) -> Outcome:
+    return training.judge(facts, "norms", _norms_hint, success="every rank's own gradient norm")
+
+
+def gradients_untouched(facts: Facts) -> Outcome:
+    return training.judge(
+        facts,
+        "gradients-untouched",
+        " gradient_norms changed the gradients it was monitoring (the optimizer step still needs them"
+        " as they were): compute the norms from the values, and never all-reduce or scale p.grad in place.",
+        success="the gradients as they were before the call",
+    )
+
+
+# ---- loss sync -----------------------------------------------------------------------------------
+
+
+def _sync_calls(facts: Facts) -> list[tuple[Any, int, Case]]:
+    return training.cases_judging(facts, "sync")
+
+
+def _answer(g: Any, i: int, r: int) -> Any:
+    got = result(g, i, r)
+    return got.get("in_sync") if isinstance(got, dict) else None
+
+
+def _sync_hint(g: Any, i: int, case: Case) -> str:
+    change = case.inputs[0]["change"]
+    said = [_answer(g, i, r) for r in range(g.world_size)]
+    if not all(isinstance(a, bool) for a in said):
+        return " losses_in_sync must return a bool (or a one-element bool tensor) on every rank."
+    if len(set(said)) > 1:
+        return (
+            " Some ranks answered right, others not: each rank must learn every other rank's loss"
+            " (all_reduce with MAX and with MIN, or all_gather), not only rank 0's (see the agreement check)."
+        )
+    if change is None:
+        return (
+            " Every rank computed the same loss, bit for bit, so the answer is True. Compare the exact values;"
+            " an all-reduced mean or sum of N equal numbers can round differently from the number itself."
+        )
+    if change["kind"] == "drift":
+        return (
+            " Rank 0's loss differed only around the tenth significant digit: a drifted replica."
+            " A tolerance (allclose, isclose) accepts that by design; compare exactly."
+        )
+    return " One rank's loss differed, so the answer is False everywhere."
+
+
+def sync(facts: Facts) -> Outcome:
+    total = passed = 0
+    first: str | None = None
+    wrong: set[str] = set()
+    for g, i, case in _sync_calls(facts):
+        for r in range(g.world_size):
+            total += 1
+            got = result(g, i, r)
+            want = case.expected[r]["in_sync"]
+            said = _answer(g, i, r)
+            if said is want:
+                passed += 1
+                continue
+            wrong.add(f"{g.name}: {case.label}")
+            if first is None:
+                where = f"{g.name}, rank {r}, {case.label}"
+                if got is None:
+                    first = f"{where}: {case_failure(g, i, r, part='sync') or 'no result'}."
+                else:
+                    first = f"{where}: returned {said}, expected {want}." + _sync_hint(g, i, case)
+    data: dict[str, Any] = {"rank_calls": total, "passed": passed}
+    if not total:
+        return Outcome(False, "no calls were run for this check", data, fraction=0.0)
+    if first is None:
+        return Outcome(True, f"all {total} answers right (every rank, every call)", data, fraction=1.0)
+    more = f" Wrong in {len(wrong)} calls in all." if len(wrong) > 1 else ""
+    data["wrong_calls"] = sorted(wrong)
+    return Outcome(False, f"{first}{more} [{passed} of {total} right]", data, fraction=passed / total)
+
+
+def agreement(facts: Facts) -> Outcome:
+    good = total = 0
+    problems: list[str] = []
+    for g, i, case in _sync_calls(facts):
+        total += 1
+        said = [_answer(g, i, r) for r in range(g.world_size)]
+        if any(result(g, i, r) is None for r in range(g.world_size)):
+            problems.append(f"{g.name}, {case.label}: not every rank returned (see the sync check)")
+        elif not all(isinstance(a, bool) for a in said):
+            problems.append(f"{g.name}, {case.label}: not every rank returned a bool")
+        elif len(set(said)) > 1:
+            listed = ", ".join(f"rank {r} {a}" for r, a in enumerate(said))
+            problems.append(
+                f"{g.name}, {case.label}: the ranks disagree ({listed}). A rank that compares its loss with"
+                " rank 0's alone cannot know about the others: reduce the losses so that every rank sees the"
+                " same result (all_reduce with MAX and with MIN, or all_gather) and decide from that"
+            )
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no calls were run for this check", fraction=0.0)
+    if problems:
+        n = len(problems) - 1
+        more = f" ({n} more call{'s' if n > 1 else ''} like this)" if n else ""
+        return Outcome(False, f"{problems[0]}{more}.", {"calls": total, "agreed": good}, fraction=good / total)
+    return Outcome(True, f"every rank returned the same answer in all {total} calls", {"calls": total}, fraction=1.0)
+
+
+# ---- the timing table ----------------------------------------------------------------------------
+
+
+def _timing_calls(facts: Facts) -> list[tuple[Any, int, Case]]:
+    return training.cases_judging(facts, "timing-rows")
+
+
+def _describe(op: dict[str, Any]) -> str:
+    return f"{op['op']} of a {op['dtype']} tensor of {op['numel']} elements"
+
+
+def _rows_problem(rows: Any, case: Case, n: int) -> str | None:
+    """Why this rank's table is not one row per collective with the right op and bytes, or None."""
+    want = case.expected[0]["rows"]
+    ops = case.inputs[0]["ops"]
+    if isinstance(rows, str):
+        return rows
+    bad = [(k, row) for k, row in enumerate(rows) if isinstance(row, str)]
+    if bad:
+        k, row = bad[0]
+        return f'row {k} is {row}; each row is a dict {{"op": str, "bytes": int, "seconds": float}}'
+    if len(rows) != len(want):
+        names = [w["op"] for w in want]
+        got = [row["op"] for row in rows]
+        if len(rows) == 2 * len(want) and (got[::2] == names or got[: len(want)] == names):
+            return (
+                f"{len(rows)} rows for the {len(want)} collectives issued through the profiler: each one"
+                " is recorded twice. Append exactly one row per collective, after it finished"
+            )
+        missing = [name for name in dict.fromkeys(names) if got.count(name) < names.count(name)]
+        extra = [name for name in dict.fromkeys(got) if got.count(name) > names.count(name)]
+        detail = ""
+        if missing:
+            detail += f"; too few {', '.join(missing)} rows: every method must record its collective"
+        if extra:
+            detail += f"; too many {', '.join(extra)} rows: record each collective once"
+        return f"{len(rows)} rows, expected {len(want)}, one per collective issued through the profiler{detail}"
+    got_ops = [row["op"] for row in rows]
+    if got_ops != [w["op"] for w in want]:
+        k = next(k for k, (a, w) in enumerate(zip(got_ops, want, strict=True)) if a != w["op"])
+        if sorted(got_ops) == sorted(w["op"] for w in want):
+            return (
+                f'row {k} is "{got_ops[k]}", expected "{want[k]["op"]}": the rows must be in the order the'
+                " collectives were issued"
+            )
+        return (
+            f'row {k} is op "{got_ops[k]}", expected "{want[k]["op"]}" (the names are "all_reduce",'
+            ' "broadcast" and "all_gather")'
+        )
+    for k, (row, w, op) in enumerate(zip(rows, want, ops, strict=True)):
+        if row["bytes"] != w["bytes"]:
+            why = f"row {k} ({_describe(op)}) says {row['bytes']} bytes, expected {w['bytes']}"
+            if row["bytes"] == op["numel"]:
+                return f"{why}: that is the number of elements; bytes are numel() x element_size()"
+            if row["bytes"] == n * w["bytes"]:
+                return f"{why}: that is the whole output list; count the tensor this rank passes in"
+            if row["bytes"] == op["numel"] * 8:
+                return f"{why}: not every tensor is float64; use tensor.element_size()"
+            return f"{why} (numel() x element_size() of the tensor argument)"
+    return None
+
+
+def timing_rows(facts: Facts) -> Outcome:
+    total = good = 0
+    problems: list[str] = []
+    for g, i, case in _timing_calls(facts):
+        for r in range(g.world_size):
+            total += 1
+            got = result(g, i, r)
+            if not isinstance(got, dict):
+                why = case_failure(g, i, r, part="collective-results") or "no result"
+                problems.append(f"{g.name}, rank {r}: the timing call did not finish ({why})")
+                continue
+            why = _rows_problem(got.get("rows"), case, g.world_size)
+            if why:
+                problems.append(f"{g.name}, rank {r}, {case.label}: {why}")
+            else:
+                good += 1
+    data: dict[str, Any] = {"rank_calls": total, "passed": good}
+    if not total:
+        return Outcome(False, "no timing call was run", data, fraction=0.0)
+    if problems:
+        n = len(problems) - 1
+        more = f" ({n} more rank result{'s' if n > 1 else ''} wrong)" if n else ""
+        return Outcome(False, f"{problems[0]}.{more} [{good} of {total} right]", data, fraction=good / total)
+    return Outcome(True, f"one row per collective, right op and bytes, on all {total} ranks", data, fraction=1.0)
+
+
+def _times_problem(g: Any, i: int, case: Case, shown: dict[str, Any]) -> str | None:
+    inputs = case.inputs[0]
+    straggler = int(inputs["straggler"])
+    for r in range(g.world_size):
+        got = result(g, i, r)
+        if not isinstance(got, dict):
+            return f"rank {r} did not finish the timing call"
+        rows = got.get("rows")
+        if not isinstance(rows, list) or not rows or not all(isinstance(row, dict) for row in rows):
+            return f"rank {r} has no table of rows to read times from (see the timing rows check)"
+        seconds = [row["seconds"] for row in rows]
+        elapsed = float(got.get("elapsed", math.inf))
+        window = float(got.get("waited", math.nan))
+        shown[f"rank_{r}"] = {
+            "seconds": [round(s, 6) for s in seconds],
+            "driver_elapsed": round(elapsed, 6),
+            "driver_delayed_call": round(window, 6),
+        }
+        if not all(math.isfinite(s) and s >= 0 for s in seconds):
+            k = next(k for k, s in enumerate(seconds) if not (math.isfinite(s) and s >= 0))
+            return f"rank {r}, row {k}: seconds is {seconds[k]!r}; a duration is a finite number >= 0"
+        if sum(seconds) > elapsed + SLACK:
+            return (
+                f"rank {r}: the rows add up to {sum(seconds):.4g} s, but the whole sequence took {elapsed:.4g} s"
+                " by the driver's clock. Each row is that one collective's duration in seconds (time.perf_counter()"
+                " just before and just after it), not the time since the profiler started, nor milliseconds"
+            )
+        if window >= WAITED:
+            longest = max((row["seconds"] for row in rows if row["op"] == "all_reduce"), default=0.0)
+            if longest < SEEN * window:
+                k = int(inputs["delayed"])
+                return (
+                    f"rank {straggler} slept {DELAY * 1000:.0f} ms before collective {k} (an all_reduce), and rank {r}"
+                    f" spent {window * 1000:.3g} ms in that call by the driver's clock, yet its longest all_reduce"
+                    f" row is {longest * 1000:.3g} ms. Time the whole collective, up to when it has finished on"
+                    " this rank: with async_op=True, call wait() before reading the clock"
+                )
+    return None
+
+
+def timing_times(facts: Facts) -> Outcome:
+    total = good = 0
+    problems: list[str] = []
+    data: dict[str, Any] = {"straggler_delay_s": DELAY}
+    for g, i, case in _timing_calls(facts):
+        total += 1
+        shown: dict[str, Any] = {}
+        why = _times_problem(g, i, case, shown)
+        data[f"world_size_{g.world_size}"] = shown
+        if why:
+            problems.append(f"{g.name}: {why}")
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no timing call was run", data, fraction=0.0)
+    if problems:
+        return Outcome(False, "; ".join(problems[:2]) + ".", data, fraction=good / total)
+    return Outcome(
+        True,
+        "every duration is >= 0, they fit in the driver's clock, and the ranks that waited for the straggler"
+        " show the wait",
+        data,
+        fraction=1.0,
+    )
+
+
+def collective_results(facts: Facts) -> Outcome:
+    return training.judge(
+        facts,
+        "collective-results",
+        " (results[k] is [sum, position-weighted sum] of collective k's output on this rank.) The profiler must"
+        " run each collective exactly as torch.distributed does, with the caller's arguments: the reduce op,"
+        " the broadcast's src, the all_gather's tensor_list.",
+        success="what torch.distributed's collectives leave",
+    )
+
+
+def _theory(op: dict[str, Any], n: int) -> int:
+    size = op["numel"] * SIZES[op["dtype"]]
+    return {"all_reduce": 2 * (n - 1) * size, "broadcast": (n - 1) * size, "all_gather": n * (n - 1) * size}[op["op"]]
+
+
+def communication(facts: Facts) -> Outcome:
+    total = good = 0
+    problems: list[str] = []
+    data: dict[str, Any] = {}
+    for g, i, case in _timing_calls(facts):
+        total += 1
+        n = g.world_size
+        wire = g.wire.get(i)
+        if wire is None or not training.finished(g, i):
+            problems.append(f"{g.name}: the timing call did not finish on every rank, so its bytes say nothing")
+            continue
+        ops = case.inputs[0]["ops"]
+        theory = sum(_theory(op, n) for op in ops)
+        sent = sum(sum(peers.values()) for peers in wire["sent"].values())
+        data[f"world_size_{n}"] = {"expected_total_bytes": theory, "measured_total_bytes": sent, "sent": wire["sent"]}
+        if sent > HIGH * theory + n * (len(ops) + 3) * HEADERS:
+            problems.append(
+                f"{g.name}: the ranks sent {sent:,} bytes in all, {sent / theory:.3g} times what the {len(ops)}"
+                f" collectives need with gloo's own algorithms ({theory:,}). Run each collective once, as itself"
+                " (an all_gather emulated by an all-reduce of a padded buffer sends twice as much)"
+            )
+        elif sent < LOW * theory:
+            problems.append(
+                f"{g.name}: the ranks sent only {sent:,} bytes in all, {sent / theory:.3g} of what the {len(ops)}"
+                f" collectives need ({theory:,}): the profiler must really run every collective it records"
+            )
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no timing call was run", data, fraction=0.0)
+    if problems:
+        return Outcome(False, "; ".join(problems[:2]) + ".", data, fraction=good / total)
+    return Outcome(True, "the profiled collectives put their own bytes on the wire, no more", data, fraction=1.0)
+
+
+RULES = {
+    "norms": norms,
+    "gradients-untouched": gradients_untouched,
+    "sync": sync,
+    "agreement": agreement,
+    "timing-rows": timing_rows,
+    "timing-times": timing_times,
+    "collective-results": collective_results,
+    "communication": communication,
+}

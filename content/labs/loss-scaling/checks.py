@@ -1,0 +1,331 @@
+"""Trusted checks for loss-scaling: each grade's overflows, the GradScaler reference, the rules.
+
+Never mounted into the sandbox. The reference is ``driver.reference``: the same training on
+one process with ``torch.amp.GradScaler("cpu")`` itself, every rank's injected overflows in
+its gradients at once. The scale sequences the hints compare with are ``simulate``, the rule
+of ``torch._amp_update_scale_`` written out (and its usual mistakes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from labs import training
+from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.public import load_public
+
+DIMS = [16, 32, 32, 4]  # six parameter tensors, shared out round-robin: every rank owns one or more
+BATCH = 16
+STEPS = 10
+LR, MOMENTUM = 0.05, 0.9
+OVERFLOWS = 3  # steps with an inf or nan injected into some rank's gradients (never the first)
+TOLERANCE = (1e-9, 1e-12)
+
+
+def simulate(
+    overflow: list[bool],
+    init_scale: float,
+    growth_factor: float,
+    backoff_factor: float,
+    growth_interval: int,
+    *,
+    reset: bool = True,
+    every_step: bool = False,
+) -> list[float]:
+    """The scale after each step's update, by ``torch._amp_update_scale_``'s rule.
+
+    On an overflow: scale x backoff_factor and the growth tracker back to 0. Otherwise the
+    tracker counts the step; when it reaches growth_interval: scale x growth_factor, tracker 0.
+    ``reset=False`` keeps the tracker on an overflow; ``every_step`` grows after every clean step.
+    """
+    scale, tracker, out = float(init_scale), 0, []
+    for bad in overflow:
+        if bad:
+            scale *= backoff_factor
+            tracker = 0 if reset else tracker
+        elif every_step:
+            scale *= growth_factor
+        else:
+            tracker += 1
+            if tracker >= growth_interval:
+                scale, tracker = scale * growth_factor, 0
+        out.append(scale)
+    return out
+
+
+def _draw(gen: torch.Generator, high: int) -> int:
+    return int(torch.randint(0, high, (1,), generator=gen))
+
+
+def _schedule(gen: torch.Generator, world_size: int, settings: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Which ranks overflow at which steps: redrawn until each usual mistake changes the scales."""
+    driver = load_public(__file__, "driver")
+    shapes = {n: t.numel() for n, t in driver.init_params(0, DIMS).items()}
+    names = list(shapes)
+    args = [settings[k] for k in ("init_scale", "growth_factor", "backoff_factor", "growth_interval")]
+    plan: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(200):
+        steps = sorted(1 + int(s) for s in torch.randperm(STEPS - 1, generator=gen)[:OVERFLOWS])
+        kinds = ["inf", "nan", ("inf", "nan")[_draw(gen, 2)]]
+        plan = {}
+        for step, kind in zip(steps, kinds, strict=True):
+            ranks = [_draw(gen, world_size)]
+            if world_size > 2 and _draw(gen, 3) == 0:  # sometimes two ranks overflow at once
+                ranks.append((ranks[0] + 1 + _draw(gen, world_size - 1)) % world_size)
+            for r in ranks:
+                own = [n for j, n in enumerate(names) if driver.owner(j, world_size) == r]
+                param = own[_draw(gen, len(own))]
+                plan.setdefault(str(step), []).append(
+                    {"rank": r, "param": param, "index": _draw(gen, shapes[param]), "kind": kind}
+                )
+        overflow = [str(s) in plan for s in range(STEPS)]
+        right = simulate(overflow, *args)
+        grows = any(b > a for a, b in zip([args[0], *right], right, strict=False))
+        if grows and right != simulate(overflow, *args, reset=False) and 0 not in steps:
+            break
+    return plan
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    driver = load_public(__file__, "driver")
+    seed = _draw(gen, 2**31 - 1)
+    settings = {
+        "init_scale": 2.0 ** (6 + _draw(gen, 7)),
+        "growth_factor": (2.0, 4.0)[_draw(gen, 2)],
+        "backoff_factor": (0.5, 0.25)[_draw(gen, 2)],
+        "growth_interval": 2 + _draw(gen, 2),
+    }
+    inputs = {
+        "seed": seed,
+        "dims": DIMS,
+        "batch": BATCH,
+        "steps": STEPS,
+        "lr": LR,
+        "momentum": MOMENTUM,
+        **settings,
+        "injections": _schedule(gen, world_size, settings),
+    }
+    ref = driver.reference(inputs)
+    names = list(ref["params"])
+    expected = []
+    for r in range(world_size):
+        own = [n for j, n in enumerate(names) if driver.owner(j, world_size) == r]
+        expected.append({**ref, "grads": {n: ref["grads"][n] for n in own}})
+    said = ", ".join(f"{k}={v:g}" for k, v in settings.items())
+    where = "; ".join(
+        f"step {s}: " + ", ".join(f"{i['kind']} on rank {i['rank']}" for i in items)
+        for s, items in sorted(inputs["injections"].items(), key=lambda kv: int(kv[0]))
+    )
+    return [
+        Case(
+            check="scales",
+            fn="DistributedLossScaler",
+            driver="train",
+            label=f"{STEPS} steps, {said}; overflows at {where}",
+            inputs=[dict(inputs) for _ in range(world_size)],
+            expected=expected,
+            measure=True,  # not judged: the result page draws who sent what to whom
+            parts={"scales": ["scales"], "skipped": ["skipped"], "gradients": ["grads"], "parameters": ["params"]},
+            tolerance={"scales": (0.0, 0.0), "grads": TOLERANCE, "params": TOLERANCE},
+        )
+    ]
+
+
+def _overflow(case: Case) -> list[bool]:
+    return [str(s) in case.inputs[0]["injections"] for s in range(STEPS)]
+
+
+def _inf_only(case: Case) -> list[bool]:
+    """The overflow steps a check that looks for inf alone (not nan) would see."""
+    items = case.inputs[0]["injections"]
+    return [any(x["kind"] == "inf" for x in items.get(str(s), [])) for s in range(STEPS)]
+
+
+NAN_MISSED = (
+    " A nan in the gradients went unnoticed: torch.isinf is False for nan. Check with torch.isfinite"
+    " (False for inf, -inf and nan), as GradScaler does."
+)
+
+
+def _settings(case: Case) -> list[Any]:
+    return [case.inputs[0][k] for k in ("init_scale", "growth_factor", "backoff_factor", "growth_interval")]
+
+
+def _scales_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    if not isinstance(got, dict) or not isinstance(got.get("scales"), torch.Tensor):
+        return ""
+    mine = [float(v) for v in got["scales"]]
+    overflow = _overflow(case)
+    args = _settings(case)
+    injected = {int(s) for s, items in case.inputs[0]["injections"].items() if any(x["rank"] == rank for x in items)}
+    local = [s in injected for s in range(STEPS)]
+    if local != overflow and mine == simulate(local, *args):
+        return (
+            f" These are the scales of rank {rank}'s own overflows only: an overflow on another rank went"
+            " unnoticed here. Agree on the overflow before deciding: all-reduce a found-inf flag (MAX, or SUM)"
+            " so that every rank skips the step and backs off together."
+        )
+    if _inf_only(case) != overflow and mine == simulate(_inf_only(case), *args):
+        return NAN_MISSED
+    if mine == simulate(overflow, *args, reset=False):
+        return (
+            " An overflow must also reset the growth tracker to 0 (GradScaler counts *consecutive* clean steps):"
+            " here the clean steps before an overflow still counted towards the next growth."
+        )
+    if mine == simulate(overflow, *args, every_step=True):
+        return (
+            f" The scale grew after every clean step: it grows by growth_factor only after growth_interval"
+            f" = {args[3]} consecutive clean steps (count them; reset the count when it grows or overflows)."
+        )
+    if mine == simulate([False] * STEPS, *args):
+        return " No overflow was ever seen: check every gradient for inf and nan (torch.isfinite), after backward."
+    return (
+        " After each update: on an overflow, scale x backoff_factor and the tracker to 0; otherwise tracker + 1,"
+        " and when it reaches growth_interval, scale x growth_factor and the tracker to 0."
+    )
+
+
+def scales(facts: Facts) -> Outcome:
+    return training.judge(facts, "scales", _scales_hint, success="torch.amp.GradScaler's scale after every step")
+
+
+def _skipped_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    if not isinstance(got, dict) or not isinstance(got.get("skipped"), torch.Tensor):
+        return ""
+    mine = [bool(v) for v in got["skipped"]]
+    overflow = _overflow(case)
+    if not any(mine):
+        return (
+            " No step was skipped: when any rank's gradients hold an inf or nan, scaler.step(optimizer) must not"
+            " call optimizer.step() (on any rank), or the parameters take in the overflow."
+        )
+    if _inf_only(case) != overflow and mine[: len(overflow)] == _inf_only(case)[: len(mine)]:
+        return NAN_MISSED
+    if all(m <= o for m, o in zip(mine, overflow, strict=True)):
+        return (
+            " Some overflows skipped the step only where they happened: every rank must skip when any rank"
+            " overflowed (all-reduce the found-inf flag before deciding)."
+        )
+    return " Skip optimizer.step() exactly at the steps where some rank's gradients are not finite."
+
+
+def skipped(facts: Facts) -> Outcome:
+    return training.judge(facts, "skipped", _skipped_hint, success="the steps GradScaler skips")
+
+
+def _gradients_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
+        return ""
+    scale = float(case.inputs[0]["init_scale"])
+    want = case.expected[rank]["grads"]
+    if all(
+        isinstance(got["grads"].get(n), torch.Tensor) and torch.allclose(got["grads"][n], scale * w, rtol=1e-9)
+        for n, w in want.items()
+    ):
+        return (
+            f" The gradients are still scaled by {scale:g}: scaler.step must unscale them (divide every .grad by"
+            " the scale, in place) before checking them and before optimizer.step()."
+        )
+    return " After scaler.step, every .grad must hold the unscaled gradient (the scaled one divided by the scale)."
+
+
+def gradients(facts: Facts) -> Outcome:
+    return training.judge(facts, "gradients", _gradients_hint, success="the unscaled gradients")
+
+
+def _parameters_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    params = got.get("params") if isinstance(got, dict) else None
+    if isinstance(params, dict) and any(
+        isinstance(p, torch.Tensor) and not bool(torch.isfinite(p).all()) for p in params.values()
+    ):
+        return (
+            " Some parameters are inf or nan: a step was taken with overflowed gradients. Skip optimizer.step()"
+            " on every rank when any rank's gradients are not finite."
+        )
+    if case_failure(g, i, rank, part="gradients") is not None:
+        return " The first step's gradients were already wrong (see the gradients check): unscale before stepping."
+    if case_failure(g, i, rank, part="skipped") is not None:
+        return " The skipped steps are wrong (see that check): every rank must skip exactly the overflow steps."
+    return " Step with the unscaled gradients, and skip exactly the steps where some rank overflowed."
+
+
+def parameters(facts: Facts) -> Outcome:
+    return training.judge(facts, "parameters", _parameters_hint, success="training with torch.amp.GradScaler")
+
+
+def ranks_agree(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    unfinished: list[str] = []
+    good = total = 0
+    for g, i, _case in training.cases_judging(facts, "scales"):
+        total += 1
+        if not training.finished(g, i):
+            unfinished.append(str(g.world_size))
+            continue
+        trees = [result(g, i, r) for r in range(g.world_size)]
+        base = trees[0]
+        why = ""
+        for r, tree in enumerate(trees[1:], start=1):
+            for key in ("scales", "skipped"):
+                a, b = base.get(key), tree.get(key)
+                if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)):
+                    step = _first_difference(a, b)
+                    why = f"rank {r}'s {key} differ from rank 0's" + (f" from step {step}" if step is not None else "")
+                    break
+            if why:
+                break
+        if not why:
+            why = _params_difference(trees) or ""
+        if why:
+            problems.append(f"world size {g.world_size}: {why}")
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no cases were run for this check", fraction=0.0)
+    message = ""
+    if problems:
+        message = (
+            "; ".join(problems) + ". An overflow on one rank must make every rank skip the step and back off"
+            " the scale: decide from an all-reduced found-inf flag, never from the local gradients alone."
+        )
+    if unfinished:
+        why = training.UNFINISHED.format(training.sizes(unfinished), "the ranks could not be compared", "scales")
+        message += (" " if message else "") + why[0].upper() + why[1:] + "."
+    if message:
+        return Outcome(False, message, fraction=good / total)
+    return Outcome(True, "every rank had the same scales, skipped the same steps and ended with the same parameters")
+
+
+def _params_difference(trees: list[dict[str, Any]]) -> str | None:
+    """Where another rank's parameters first differ from rank 0's (nan equal to nan), or None."""
+    base = trees[0].get("params") or {}
+    for r, tree in enumerate(trees[1:], start=1):
+        for name, want in base.items():
+            got = (tree.get("params") or {}).get(name)
+            if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+                return f'rank {r} has no params["{name}"] of shape {tuple(want.shape)}'
+            if not torch.allclose(got, want, rtol=1e-12, atol=1e-14, equal_nan=True):
+                return f"rank {r}'s params[\"{name}\"] differ from rank 0's after {STEPS} steps"
+    return None
+
+
+def _first_difference(a: Any, b: Any) -> int | None:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+        differ = (a != b).nonzero()
+        return int(differ[0][0]) if len(differ) else None
+    return None
+
+
+RULES = {
+    "gradients": gradients,
+    "scales": scales,
+    "skipped": skipped,
+    "parameters": parameters,
+    "ranks-agree": ranks_agree,
+}

@@ -1,0 +1,117 @@
+"""debugging-tools graded for real: which checks each mutant loses, and a differently written solution at full marks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from labs import template
+
+from .conftest import labs_dir
+
+LAB = "debugging-tools"
+WORLD_SIZES = [2]  # every mutant shows at two ranks; the catalogue test grades 2, 3 and 4
+LOSES = {
+    "all_gather_by_all_reduce": ({"communication"}, "padded buffer"),
+    "allclose_losses": ({"sync"}, "compare exactly"),
+    "async_launch_time": ({"timing-times"}, "call wait() before reading the clock"),
+    "broadcast_ignores_src": ({"collective-results"}, "the broadcast's src"),
+    "compare_with_rank0": ({"sync", "agreement"}, "the ranks disagree"),
+    "cumulative_times": ({"timing-times"}, "not the time since the profiler started"),
+    "elements_not_bytes": ({"timing-rows"}, "that is the number of elements"),
+    "local_norm_only": ({"norms"}, "Gather the local norms"),
+    "norms_of_averaged_gradient": ({"norms", "gradients-untouched"}, "norm of the gradient averaged"),
+    "only_all_reduce_rows": ({"timing-rows"}, "every method must record its collective"),
+    "start_and_end_rows": ({"timing-rows"}, "each one is recorded twice"),
+}
+
+# Written differently from solution.py: norms by an all-reduce of a one-hot vector, the losses
+# all-gathered and compared on every rank, collectives launched asynchronously and waited for
+# inside the timed window, rows that carry an extra key, time.monotonic instead of perf_counter.
+ALTERNATIVE = """
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def gradient_norms(model):
+    flat = torch.cat([p.grad.reshape(-1) for p in model.parameters() if p.grad is not None])
+    out = torch.zeros(dist.get_world_size(), dtype=torch.float64)
+    out[dist.get_rank()] = torch.linalg.vector_norm(flat)
+    dist.all_reduce(out)
+    return out
+
+
+def losses_in_sync(loss):
+    mine = loss.detach().reshape(1)
+    every = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, mine)
+    return all(bool((t == every[0]).all()) for t in every)
+
+
+class CommProfiler:
+    def __init__(self):
+        self._rows = []
+
+    def _run(self, name, tensor, launch):
+        t0 = time.monotonic()
+        launch().wait()
+        self._rows.append({"op": name, "bytes": tensor.nelement() * tensor.element_size(),
+                           "seconds": time.monotonic() - t0, "rank": dist.get_rank()})
+
+    def all_reduce(self, tensor, op=dist.ReduceOp.SUM):
+        self._run("all_reduce", tensor, lambda: dist.all_reduce(tensor, op=op, async_op=True))
+
+    def broadcast(self, tensor, src):
+        self._run("broadcast", tensor, lambda: dist.broadcast(tensor, src, async_op=True))
+
+    def all_gather(self, tensor_list, tensor):
+        self._run("all_gather", tensor, lambda: dist.all_gather(tensor_list, tensor, async_op=True))
+
+    def table(self):
+        return self._rows
+"""
+
+
+@pytest.fixture(scope="module")
+def one_grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+def test_every_mutant_is_listed() -> None:
+    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
+
+
+@pytest.mark.parametrize("mutant", sorted(LOSES))
+def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
+    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
+    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
+    lost, advice = LOSES[mutant]
+    assert {c.id for c in v.checks if not c.passed} == lost, v.message
+    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+
+
+def test_a_differently_written_solution_gets_full_marks(one_grader) -> None:
+    v = one_grader.grade(LAB, ALTERNATIVE, world_sizes=[2, 3, 4])
+    assert v.score == v.max_score, [(c.id, c.message) for c in v.checks if not c.passed]
+
+
+def test_reference_shows_the_straggler_and_starter_says_not_implemented(one_grader) -> None:
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "solution.py").read_text(), world_sizes=[3])
+    assert v.score == v.max_score, v.message
+    times = next(c for c in v.checks if c.id == "timing-times").data["world_size_3"]
+    assert {f"rank_{r}" for r in range(3)} == set(times)
+    # The ranks that waited for the straggler (50 ms) show it in one of their rows.
+    assert any(max(t["seconds"]) >= 0.025 for t in times.values()), times
+    assert all(max(t["seconds"]) >= t["driver_delayed_call"] / 2 for t in times.values()), times
+    wire = next(c for c in v.checks if c.id == "communication").data["world_size_3"]
+    assert 1.0 <= wire["measured_total_bytes"] / wire["expected_total_bytes"] < 1.05, wire
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "starter.py").read_text(), world_sizes=WORLD_SIZES)
+    messages = " ".join(c.message for c in v.checks)
+    assert v.score == 0 and "NotImplementedError" in messages and "NameError" not in messages, messages

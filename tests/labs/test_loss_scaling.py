@@ -1,0 +1,130 @@
+"""loss-scaling graded for real: the schedule shows each usual mistake, which checks each mutant loses,
+and a solution built on torch.amp.GradScaler itself at full marks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from labs import template
+from labs.public import load_public
+
+from .conftest import labs_dir
+
+LAB = "loss-scaling"
+WORLD_SIZES = [2]  # every mutant shows at two ranks; the catalogue test grades 2, 3 and 4
+WRONG_RULE = {"scales"}
+NOT_SKIPPED = {"scales", "skipped", "parameters"}
+LOSES = {
+    "grows_every_step": (WRONG_RULE, "consecutive clean steps"),
+    "inf_only": (NOT_SKIPPED, "torch.isfinite"),
+    "local_overflow": (NOT_SKIPPED | {"ranks-agree"}, "all-reduce a found-inf flag"),
+    "no_unscale": ({"gradients", "parameters"}, "still scaled"),
+    "steps_on_overflow": (NOT_SKIPPED, "must not call optimizer.step()"),
+    "tracker_not_reset": (WRONG_RULE, "reset the growth tracker"),
+    "update_uses_local_flag": ({"scales", "ranks-agree"}, "own overflows only"),
+}
+
+# A different structure: GradScaler itself, whose found-inf flags are all-reduced after unscale_,
+# as torch.distributed.fsdp's ShardedGradScaler does.
+ALTERNATIVE = """
+import torch
+import torch.distributed as dist
+
+
+class DistributedLossScaler(torch.amp.GradScaler):
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        super().__init__(
+            "cpu",
+            init_scale=init_scale,
+            growth_factor=growth_factor,
+            backoff_factor=backoff_factor,
+            growth_interval=growth_interval,
+        )
+
+    def unscale_(self, optimizer):
+        super().unscale_(optimizer)
+        for found in self._per_optimizer_states[id(optimizer)]["found_inf_per_device"].values():
+            dist.all_reduce(found, op=dist.ReduceOp.MAX)
+"""
+
+
+def checks():  # type: ignore[no-untyped-def]
+    return load_public(str(labs_dir() / LAB / "checks.py"), "checks")
+
+
+def test_the_rule_is_gradscalers() -> None:
+    c = checks()
+    overflow = [False, False, True, False, False, False, True, False]
+    # k = 2: grows after two clean steps; an overflow halves and resets the count.
+    assert c.simulate(overflow, 8.0, 2.0, 0.5, 2) == [8, 16, 8, 8, 16, 16, 8, 8]
+    # Without the reset, step 5's clean step still counts after the overflow at step 6.
+    assert c.simulate(overflow, 8.0, 2.0, 0.5, 2, reset=False) == [8, 16, 8, 8, 16, 16, 8, 16]
+    scaler = torch.amp.GradScaler("cpu", init_scale=8.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
+    w = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+    optimizer = torch.optim.SGD([w], lr=0.1)
+    seen = []
+    for bad in overflow:
+        w.grad = None
+        scaler.scale((w**2).sum()).backward()
+        if bad:
+            w.grad[0] = float("inf")
+        scaler.step(optimizer)
+        scaler.update()
+        seen.append(scaler.get_scale())
+    assert seen == c.simulate(overflow, 8.0, 2.0, 0.5, 2)
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+def test_every_schedule_shows_the_usual_mistakes(world_size: int) -> None:
+    c = checks()
+    for seed in range(20):
+        (case,) = c.cases(world_size, torch.Generator().manual_seed(seed))
+        inputs = case.inputs[0]
+        args = [inputs[k] for k in ("init_scale", "growth_factor", "backoff_factor", "growth_interval")]
+        overflow = [str(s) in inputs["injections"] for s in range(c.STEPS)]
+        assert sum(overflow) == c.OVERFLOWS and not overflow[0]
+        kinds = {i["kind"] for items in inputs["injections"].values() for i in items}
+        assert kinds == {"inf", "nan"}
+        right = c.simulate(overflow, *args)
+        assert [float(v) for v in case.expected[0]["scales"]] == right  # GradScaler itself agrees
+        assert right != c.simulate(overflow, *args, reset=False)
+        assert right != c.simulate(overflow, *args, every_step=True)
+        assert case.expected[0]["skipped"].tolist() == overflow
+
+
+@pytest.fixture(scope="module")
+def one_grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+def test_every_mutant_is_listed() -> None:
+    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
+
+
+@pytest.mark.parametrize("mutant", sorted(LOSES))
+def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
+    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
+    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
+    lost, advice = LOSES[mutant]
+    assert {c.id for c in v.checks if not c.passed} == lost, v.message
+    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+
+
+def test_gradscaler_with_an_all_reduced_flag_gets_full_marks(one_grader) -> None:
+    v = one_grader.grade(LAB, ALTERNATIVE, world_sizes=[2, 3, 4])
+    assert v.score == v.max_score, [(c.id, c.message) for c in v.checks if not c.passed]
+
+
+def test_reference_full_marks_and_starter_says_not_implemented(one_grader) -> None:
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "solution.py").read_text(), world_sizes=[3])
+    assert v.score == v.max_score, v.message
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "starter.py").read_text(), world_sizes=WORLD_SIZES)
+    messages = " ".join(c.message for c in v.checks)
+    assert v.score == 0 and "NotImplementedError" in messages and "NameError" not in messages, messages

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from labs import template
+
 from . import tp_ranks
 from .conftest import labs_dir
 
@@ -30,7 +31,7 @@ LOSES = {
 
 # Written differently from solution.py: isend/irecv, backwards in forward order, the undivided loss
 # backpropagated and the gradients divided by M at the end, the losses returned as tensors.
-ALTERNATIVE = '''
+ALTERNATIVE = """
 import torch
 import torch.distributed as dist
 
@@ -70,7 +71,7 @@ def gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape, loss
     for p in stage.parameters():
         p.grad.div_(num_micro_batches)
     return losses if nxt is None else None
-'''
+"""
 
 SCHEDULE_GPIPE = """
 import torch

@@ -26,7 +26,7 @@ WIDTH, BATCH, MEASURED_M = 256, 128, 4
 # The timed runs: a small model (the sleep, not the arithmetic, is the compute) at the exercise's
 # M = 1, 2, 4, 8; a stage takes FORWARD_S + BACKWARD_S for the whole batch, split over micro-batches.
 TIMED_WIDTH, TIMED_BATCH, TIMED_M = 16, 64, [1, 2, 4, 8]
-FORWARD_S, BACKWARD_S = 0.004, 0.008
+FORWARD_S, BACKWARD_S = 0.003, 0.006
 IN_FEATURES, OUT_FEATURES = 32, 16
 TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64; the micro-batches' gradients are summed in another order
 ELEMENT = 8  # float64

@@ -126,12 +126,16 @@ def build_stage(inputs: dict[str, Any], rank: int, world_size: int) -> Stage:
 def _losses(got: Any, rank: int, world_size: int) -> Any:
     if rank != world_size - 1:
         return "not the last stage"
+    if isinstance(got, torch.Tensor) and got.dim() == 1:
+        got = list(got.detach())
     if not isinstance(got, list | tuple):
         raise TypeError(
             f"gpipe_step returned {type(got).__name__} on the last stage (rank {rank}): return the list of the"
             " num_micro_batches micro-batch losses, in micro-batch order"
         )
-    return torch.tensor([float(loss) for loss in got], dtype=torch.float64)
+    return torch.tensor(
+        [float(loss.detach()) if isinstance(loss, torch.Tensor) else float(loss) for loss in got], dtype=torch.float64
+    )
 
 
 def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -171,9 +171,12 @@ def test_reference_draws_the_bubble_chart_and_starter_says_not_implemented(one_g
     assert v.score == v.max_score, v.message
     bubble = next(c for c in v.checks if c.id == "bubble")
     chart = bubble.data["chart"]
-    assert len(chart["series"]) == 6  # theory, replayed and measured, for 2 and 4 stages
+    # Theory and the replayed schedule for 2 and 4 stages; the wall clock only where the runs are timed (2).
+    assert len(chart["series"]) == 5
     theory = next(s for s in chart["series"] if s["name"] == "N = 4: (N-1)/(M+N-1)")
     assert theory["points"] == [[1, 0.75], [2, 0.6], [4, 0.4286], [8, 0.2727]]
+    replayed = next(s for s in chart["series"] if s["name"] == "N = 2: your schedule, ideal times")
+    assert replayed["points"] == [[1, 0.5], [2, 0.3333], [4, 0.2], [8, 0.1111]]
     measured = next(s for s in chart["series"] if s["name"] == "N = 2: your run, wall clock")
     assert [p[0] for p in measured["points"]] == [1, 2, 4, 8] and all(0 <= p[1] <= 1 for p in measured["points"])
     wire = next(c for c in v.checks if c.id == "communication").data["world_size_4"]

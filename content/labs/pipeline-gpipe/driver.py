@@ -138,11 +138,16 @@ def _losses(got: Any, rank: int, world_size: int) -> Any:
     )
 
 
+def run(m: int) -> str:
+    """The key of the run with ``m`` micro-batches in a result: ``"M=4"``."""
+    return f"M={m}"
+
+
 def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Your ``gpipe_step`` on this rank's stage, once for each M in ``inputs["micro_batches"]``.
 
-    Each run starts from a fresh stage (no ``.grad``). Returns, per run (lists in the order of
-    ``inputs["micro_batches"]``): ``losses`` (the last stage's M losses as a float64 tensor; a
+    Each run starts from a fresh stage (no ``.grad``). Returns, per run (dicts keyed ``"M=1"``,
+    ``"M=2"``, ...): ``losses`` (the last stage's M losses as a float64 tensor; a
     fixed string on the other ranks), ``grads`` (every parameter's ``.grad`` by its name in the
     unsplit model), ``events`` (the stage's forward and backward record) and ``timing`` (start and
     end of the call on the monotonic clock, and the seconds the stage spent computing).
@@ -150,9 +155,9 @@ def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     dims, batch = list(inputs["dims"]), int(inputs["batch"])
     x, y = make_batch(int(inputs["seed"]) + 1, dims, batch)
-    out: dict[str, list[Any]] = {"losses": [], "grads": [], "events": [], "timing": []}
+    out: dict[str, Any] = {"losses": {}, "grads": {}, "events": {}, "timing": {}}
     for m in inputs["micro_batches"]:
-        m = int(m)
+        m, key = int(m), run(int(m))
         stage = build_stage(inputs, rank, world_size)
         shape = (batch // m, dims[1])  # one micro-batch's activation: every hidden layer has dims[1] features
         if inputs.get("timed"):
@@ -167,17 +172,15 @@ def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
             loss_fn,
         )
         end = time.perf_counter()
-        out["losses"].append(_losses(got, rank, world_size))
-        out["grads"].append(
-            {
-                name.removeprefix("layers."): (
-                    p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan"))
-                )
-                for name, p in stage.named_parameters()
-            }
-        )
-        out["events"].append(list(stage.events))
-        out["timing"].append({"start": start, "end": end, "busy": stage.busy})
+        out["losses"][key] = _losses(got, rank, world_size)
+        out["grads"][key] = {
+            name.removeprefix("layers."): (
+                p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan"))
+            )
+            for name, p in stage.named_parameters()
+        }
+        out["events"][key] = list(stage.events)
+        out["timing"][key] = {"start": start, "end": end, "busy": stage.busy}
     out["uses_pipelining"] = uses_pipelining(submission)
     return out
 
@@ -195,11 +198,11 @@ def reference(inputs: dict[str, Any]) -> dict[str, list[Any]]:
     """The unsplit model on one process, per M: each micro-batch's loss and the gradients of their mean."""
     dims, batch = list(inputs["dims"]), int(inputs["batch"])
     x, y = make_batch(int(inputs["seed"]) + 1, dims, batch)
-    out: dict[str, list[Any]] = {"losses": [], "grads": []}
+    out: dict[str, dict[str, Any]] = {"losses": {}, "grads": {}}
     for m in inputs["micro_batches"]:
         model = build_model(int(inputs["seed"]), dims)
         losses = [loss_fn(model(xm), ym) for xm, ym in zip(x.chunk(int(m)), y.chunk(int(m)), strict=True)]
         (sum(losses) / int(m)).backward()  # type: ignore[union-attr]
-        out["losses"].append(torch.stack([loss.detach() for loss in losses]))
-        out["grads"].append({name: p.grad.detach().clone() for name, p in model.named_parameters()})  # type: ignore[union-attr]
+        out["losses"][run(int(m))] = torch.stack([loss.detach() for loss in losses])
+        out["grads"][run(int(m))] = {name: p.grad.detach().clone() for name, p in model.named_parameters()}  # type: ignore[union-attr]
     return out

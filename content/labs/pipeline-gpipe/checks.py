@@ -2,10 +2,10 @@
 
 Never mounted into the sandbox. The reference is ``driver.reference`` (the whole model on one
 process, each micro-batch's loss and one backward of their mean), run here on this lab's own copy
-of the public driver. Wire bytes come from the kernel; the schedule (each stage's record of its
-forwards and backwards) and the timings come from inside the ranks, so they are only judged
-loosely: the bubble check replays the recorded order with ideal times, and the wall-clock
-bubble is shown, never judged.
+of the public driver. Wire bytes come from the kernel. The schedule (each stage's record of its
+forwards and backwards, kept by the driver's stage) comes from inside the ranks, like every in-rank
+signal: the bubble check replays it with ideal times, which makes it exact and free of the grading
+machine's load. The wall-clock timings come from inside the ranks too, and are shown, never judged.
 """
 
 from __future__ import annotations

@@ -1,0 +1,494 @@
+"""Trusted checks for pipeline-gpipe: per-submission inputs, the unsplit reference, the rules.
+
+Never mounted into the sandbox. The reference is ``driver.reference`` (the whole model on one
+process, each micro-batch's loss and one backward of their mean), run here on this lab's own copy
+of the public driver. Wire bytes come from the kernel. The schedule (each stage's record of its
+forwards and backwards, kept by the driver's stage) comes from inside the ranks, like every in-rank
+signal: the bubble check replays it with ideal times, which makes it exact and free of the grading
+machine's load. The wall-clock timings come from inside the ranks too, and are shown, never judged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from labs import training
+from labs.judge import Case, Facts, Outcome, result
+from labs.public import load_public
+from labs.trees import compare
+
+# The measured run: 128 rows of 256 float64 features cross each stage boundary, 256 KiB each way,
+# in M = 4 micro-batches of 64 KiB. Two linear layers per stage: 4 layers on 2 ranks (the
+# exercise's model), 8 on 4.
+WIDTH, BATCH, MEASURED_M = 256, 128, 4
+# The timed runs: a small model (the sleep, not the arithmetic, is the compute) at the exercise's
+# M = 1, 2, 4, 8; a stage takes FORWARD_S + BACKWARD_S for the whole batch, split over micro-batches.
+TIMED_WIDTH, TIMED_BATCH, TIMED_M = 16, 64, [1, 2, 4, 8]
+# Only on the exercise's 2 stages: every micro-batch is a message in a row from stage to stage, and on 4
+# stages the timed runs would double the messages of a grading (what its time grows with on a busy machine).
+TIMED_SIZES = {2}
+FORWARD_S, BACKWARD_S = 0.003, 0.006
+IN_FEATURES, OUT_FEATURES = 32, 16
+TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64; the micro-batches' gradients are summed in another order
+ELEMENT = 8  # float64
+# Each neighbour link carries the whole batch's activations (forward) or their gradients (backward)
+# once: between LOW and HIGH times that, plus FRAMING bytes for gloo's headers. A link between
+# stages that are not neighbours may carry at most STRAY bytes.
+LOW, HIGH, FRAMING, STRAY = 0.95, 1.10, 16384, 4096
+
+
+def dims(world_size: int, width: int) -> list[int]:
+    """Two linear layers per stage, every hidden layer ``width`` wide."""
+    layers = 2 * world_size
+    return [IN_FEATURES, *([width] * (layers - 1)), OUT_FEATURES]
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    driver = load_public(__file__, "driver")
+    measured = {
+        "seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
+        "dims": dims(world_size, WIDTH),
+        "batch": BATCH,
+        "micro_batches": [MEASURED_M],
+    }
+    timed = {
+        "seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
+        "dims": dims(world_size, TIMED_WIDTH),
+        "batch": TIMED_BATCH,
+        "micro_batches": TIMED_M,
+        "timed": True,
+        "forward_s_per_row": FORWARD_S / TIMED_BATCH,
+        "backward_s_per_row": BACKWARD_S / TIMED_BATCH,
+    }
+    runs = [(measured, f"{BATCH} x {WIDTH} activations in M = {MEASURED_M} micro-batches", True)]
+    if world_size in TIMED_SIZES:
+        runs.append((timed, f"timed runs, M = {', '.join(map(str, TIMED_M))}", False))
+    out = []
+    for inputs, label, measure in runs:
+        ref = driver.reference(inputs)
+        expected = []
+        for r in range(world_size):
+            names = [n.removeprefix("layers.") for n, _ in driver.build_stage(inputs, r, world_size).named_parameters()]
+            tree: dict[str, Any] = {"grads": {key: {n: g[n] for n in names} for key, g in ref["grads"].items()}}
+            if r == world_size - 1:
+                tree["losses"] = ref["losses"]
+            expected.append(tree)
+        layers = len(inputs["dims"]) - 1
+        out.append(
+            Case(
+                check="gradients",
+                fn="gpipe_step",
+                driver="step",
+                label=f"{layers} layers on {world_size} stages, {label}",
+                inputs=[dict(inputs) for _ in range(world_size)],
+                expected=expected,
+                inplace=False,
+                measure=measure,
+                parts={"gradients": ["grads"], "losses": ["losses"], "bubble": ["events"]},
+                tolerance={"grads": TOLERANCE, "losses": TOLERANCE},
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# losses: the last stage's, per run.
+
+
+def losses(facts: Facts) -> Outcome:
+    total = right = 0
+    first = ""
+    for g, i, case in training.cases_judging(facts, "losses"):
+        last = g.world_size - 1
+        got = result(g, i, last)
+        for m in case.inputs[last]["micro_batches"]:
+            total += 1
+            want = case.expected[last]["losses"][run(m)]
+            if not isinstance(got, dict):
+                why = training.UNFINISHED.format(g.name, "it returned no losses", "gradients")
+                first = first or why[0].upper() + why[1:]
+                continue
+            runs = got.get("losses")
+            mine = _at(runs, run(m))
+            found = compare(want, mine, {"": TOLERANCE})
+            if found is None:
+                right += 1
+            elif not first:
+                first = f"{g.name}, rank {last} (the last stage), M = {m}: the losses {found}." + _loss_hint(mine, want)
+    if not total:
+        return Outcome(False, "no cases were run for this check", fraction=0.0)
+    if right == total:
+        return Outcome(True, f"the last stage's micro-batch losses equal the unsplit model's in all {total} runs")
+    return Outcome(False, f"{right} of {total} runs right. {first}", fraction=right / total)
+
+
+def _loss_hint(mine: Any, want: torch.Tensor) -> str:
+    m = want.numel()
+    if isinstance(mine, torch.Tensor) and mine.dim() == 1 and mine.numel() != m:
+        return (
+            f" Return one loss per micro-batch, {m} of them, in micro-batch order: cut the batch into"
+            " num_micro_batches equal micro-batches (inputs.chunk(num_micro_batches)) and run each through the"
+            " pipeline."
+        )
+    if isinstance(mine, torch.Tensor) and mine.shape == want.shape and torch.allclose(mine * m, want, rtol=1e-6):
+        return (
+            f" Each is {m} times too small: return loss_fn(output, target) itself; divide by M only what you"
+            " backpropagate."
+        )
+    return " Return loss_fn(stage output, targets of that micro-batch) for each micro-batch, in order, as floats."
+
+
+# ---------------------------------------------------------------------------------------------
+# gradients: every stage's, per run, with a hint for the common mistakes.
+
+
+def _flat(tree: Any, names: list[str]) -> torch.Tensor | None:
+    if not isinstance(tree, dict):
+        return None
+    parts = []
+    for name in names:
+        t = tree.get(name)
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float64:
+            return None
+        parts.append(t.reshape(-1))
+    return torch.cat(parts)
+
+
+def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    return a is not None and b is not None and a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-12)
+
+
+def _one_micro_batch(inputs: dict[str, Any], m: int, j: int) -> dict[str, torch.Tensor]:
+    """The unsplit model's gradients of micro-batch ``j``'s loss alone, divided by M."""
+    driver = load_public(__file__, "driver")
+    dims_, batch = list(inputs["dims"]), int(inputs["batch"])
+    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims_, batch)
+    model = driver.build_model(int(inputs["seed"]), dims_)
+    (driver.loss_fn(model(x.chunk(m)[j]), y.chunk(m)[j]) / m).backward()
+    return {name: p.grad for name, p in model.named_parameters()}
+
+
+def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    runs = got.get("grads") if isinstance(got, dict) else None
+    n = g.world_size
+    for m in case.inputs[rank]["micro_batches"]:
+        want = case.expected[rank]["grads"][run(m)]
+        names = list(want)
+        mine = _flat(_at(runs, run(m)), names)
+        expected = _flat(want, names)
+        if _same(mine, expected):
+            continue
+        where = f" (world size {n}, rank {rank}, M = {m})"
+        if mine is None or not torch.isfinite(mine).all():
+            return (
+                f" A parameter has no float64 gradient{where}: every stage must run the backward pass of every"
+                " micro-batch, so that autograd leaves each parameter's gradient in its .grad."
+            )
+        if m > 1 and _same(mine, m * expected):
+            return (
+                f" Every gradient is M = {m} times too large{where}: the step's loss is the mean of the M"
+                " micro-batch losses, so backpropagate loss_fn(output, target) / M for each micro-batch."
+            )
+        for j, which in ((m - 1, "last"), (0, "first")):
+            one = _flat(_one_micro_batch(case.inputs[rank], m, j), names)
+            if m > 1 and one is not None and (_same(mine, one) or _same(mine, m * one)):
+                return (
+                    f" The gradients are those of the {which} micro-batch only{where}: do not clear .grad between"
+                    " micro-batches; autograd adds each micro-batch's backward into .grad."
+                )
+        if rank < n - 1 and _last_stage_right(g, i, case, run(m)):
+            return (
+                f" The last stage's gradients are right but an earlier stage's are not{where}: each stage must"
+                " send back the gradient of its own input (x.grad, with x.requires_grad_() set on the activation"
+                " it received), computed from that micro-batch's activation, kept until its backward."
+            )
+        break
+    kept = (
+        " Receive each micro-batch into a fresh tensor and keep it until that micro-batch's backward: autograd"
+        " saved it for the backward, and receiving the next micro-batch into the same tensor overwrites it."
+        if rank > 0
+        else ""
+    )
+    return (
+        " Each .grad must be the gradient of (1/M) x sum over micro-batches of loss_fn(output_m, target_m):"
+        f" all forwards, then each micro-batch's backward with the gradient the next stage sent back.{kept}"
+    )
+
+
+def _last_stage_right(g: Any, i: int, case: Case, key: str) -> bool:
+    last = g.world_size - 1
+    got = result(g, i, last)
+    runs = got.get("grads") if isinstance(got, dict) else None
+    want = case.expected[last]["grads"][key]
+    names = list(want)
+    return _same(_flat(_at(runs, key), names), _flat(want, names))
+
+
+def gradients(facts: Facts) -> Outcome:
+    return training.judge(facts, "gradients", _gradient_hint, success="the unsplit model's gradients")
+
+
+# ---------------------------------------------------------------------------------------------
+# bubble: the schedule each stage recorded, replayed with ideal times; the wall clock shown beside it.
+
+
+def theory(n: int, m: int) -> float:
+    """GPipe's bubble fraction (N - 1) / (M + N - 1)."""
+    return (n - 1) / (m + n - 1)
+
+
+def parse(events: Any) -> list[tuple[str, int]] | None:
+    """A stage's record ``["F32", "B32", ...]`` as (kind, rows), or None if it is not one."""
+    if not isinstance(events, list) or len(events) > 10_000:
+        return None
+    out = []
+    for e in events:
+        if not isinstance(e, str) or len(e) < 2 or e[0] not in "FB" or not e[1:].isdigit():
+            return None
+        out.append((e[0], int(e[1:])))
+    return out
+
+
+def replay(stages: list[list[tuple[str, int]]], batch: int) -> float | None:
+    """The bubble fraction of the recorded order with ideal times, or None if that order cannot run.
+
+    A forward of r rows takes r / batch, a backward 2 r / batch. Stage s's k-th forward waits for
+    stage s - 1's k-th forward, its k-th backward for stage s + 1's k-th backward; each stage runs
+    its own events in the recorded order, one at a time. Bubble = 1 - busy / (N x makespan).
+    """
+    n = len(stages)
+    done: list[dict[str, list[float]]] = [{"F": [], "B": []} for _ in range(n)]
+    free, nxt = [0.0] * n, [0] * n
+    progress = True
+    while progress:
+        progress = False
+        for s in range(n):
+            while nxt[s] < len(stages[s]):
+                kind, rows = stages[s][nxt[s]]
+                k = len(done[s][kind])
+                dep = s - 1 if kind == "F" else s + 1
+                if 0 <= dep < n:
+                    if len(done[dep][kind]) <= k:
+                        break
+                    start = max(free[s], done[dep][kind][k])
+                else:
+                    start = free[s]
+                free[s] = start + rows / batch * (1 if kind == "F" else 2)
+                done[s][kind].append(free[s])
+                nxt[s] += 1
+                progress = True
+    if any(nxt[s] < len(stages[s]) for s in range(n)):
+        return None
+    makespan = max(free)
+    busy = sum(rows / batch * (1 if kind == "F" else 2) for st in stages for kind, rows in st)
+    return 1 - busy / (n * makespan) if makespan > 0 else None
+
+
+def _shape_problem(events: list[tuple[str, int]], m: int, batch: int) -> str | None:
+    """What is wrong with one stage's record for a GPipe step of M micro-batches, or None."""
+    per = batch // m
+    shown = " ".join(f"{k}{r}" for k, r in events[:10]) + (" ..." if len(events) > 10 else "")
+    want = f"{m} forwards of {per} rows, then {m} backwards"
+    forwards = [r for k, r in events if k == "F"]
+    backwards = [r for k, r in events if k == "B"]
+    if len(forwards) != m or any(r != per for r in forwards):
+        rows = ", ".join(map(str, sorted(set(forwards))))
+        return (
+            f"it ran {len(forwards)} forward{'s' if len(forwards) != 1 else ''} of {rows} rows ({shown});"
+            f" GPipe runs {want}: cut the batch into num_micro_batches equal micro-batches and call stage(x) once"
+            " on each"
+        )
+    if len(backwards) != m or any(r != per for r in backwards):
+        return f"it ran {len(backwards)} backward passes ({shown}); GPipe runs {want}: backpropagate every micro-batch"
+    if events[:m] != [("F", per)] * m:
+        return (
+            f"it ran a backward before its last forward ({shown}); GPipe runs {want}: every stage first pushes all"
+            " M micro-batches forward, and only then runs their backwards (that is what fills the pipeline)"
+        )
+    return None
+
+
+LIBRARY = (
+    "your module uses torch.distributed.pipelining: its schedules are not allowed here, since writing the"
+    " schedule is the exercise. Move the activations and gradients yourself with dist.send/dist.recv"
+)
+
+
+def bubble(facts: Facts) -> Outcome:
+    total = good = 0
+    problems: list[str] = []
+    series: dict[int, dict[str, list[list[float]]]] = {}
+    data: dict[str, Any] = {}
+    for g, i, case in training.cases_judging(facts, "bubble"):
+        n = g.world_size
+        trees = [result(g, i, r) for r in range(n)]
+        inputs = case.inputs[0]
+        for m in (int(v) for v in inputs["micro_batches"]):
+            total += 1
+            if not all(isinstance(t, dict) for t in trees):
+                why = training.UNFINISHED.format(g.name, "its schedule is unknown", "gradients")
+                problems.append(why[0].upper() + why[1:])
+                continue
+            stages = [parse(_at(t.get("events"), run(m))) for t in trees]  # type: ignore[union-attr]
+            if any(s is None for s in stages):
+                problems.append(f"{g.name}, M = {m}: a stage's record of its forwards and backwards is unreadable")
+                continue
+            wrong = [(r, why) for r, s in enumerate(stages) if (why := _shape_problem(s, m, int(inputs["batch"])))]  # type: ignore[arg-type]
+            wrong = [(r, LIBRARY) for r, t in enumerate(trees) if t.get("uses_pipelining") is not False] + wrong  # type: ignore[union-attr]
+            ideal = replay(stages, int(inputs["batch"]))  # type: ignore[arg-type]
+            mine = None if ideal is None else round(ideal, 4)
+            row = {"M": m, "theory": round(theory(n, m), 4), "your_schedule": mine}
+            lines = series.setdefault(n, {"theory": [[v, round(theory(n, v), 4)] for v in TIMED_M], "schedule": []})
+            if ideal is not None and [m, mine] not in lines["schedule"]:
+                lines["schedule"] = sorted([*lines["schedule"], [m, mine]])
+            if inputs.get("timed"):
+                measured = _measured([_at(t.get("timing"), run(m)) for t in trees])  # type: ignore[union-attr]
+                row["measured_wall_clock"] = None if measured is None else round(measured, 4)
+                if measured is not None:
+                    lines.setdefault("measured", []).append([m, round(measured, 4)])
+            data.setdefault(f"world_size_{n}", []).append(row)
+            if not wrong and ideal is not None and abs(ideal - theory(n, m)) < 1e-9:
+                good += 1
+                continue
+            if wrong:
+                r, why = wrong[0]
+                what = f"{g.name}, rank {r}, M = {m}: {why}"
+            else:
+                what = f"{g.name}, M = {m}: the stages' orders cannot run together (each waits for another)"
+            if ideal is not None and not (wrong and wrong[0][1] == LIBRARY):
+                what += (
+                    f". Replayed with ideal times, this schedule's bubble is {ideal:.3g}, not (N-1)/(M+N-1)"
+                    f" = {theory(n, m):.3g}"
+                )
+            problems.append(what)
+    if series:
+        data["chart"] = _chart(series)
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if problems:
+        more = f" ({len(problems) - 1} more run{'s' if len(problems) > 2 else ''} like it)" if len(problems) > 1 else ""
+        return Outcome(False, f"{good} of {total} runs right. {problems[0]}.{more}", data, fraction=good / total)
+    return Outcome(
+        True,
+        f"every stage ran GPipe's schedule in all {total} runs: its bubble is (N-1)/(M+N-1); the chart shows it"
+        " beside the bubble measured on the wall clock (not judged: it includes the grading machine's delays)",
+        data,
+    )
+
+
+def run(m: int) -> str:
+    """A run's key in the results: ``"M=4"`` (as the driver writes it)."""
+    return f"M={m}"
+
+
+def _at(runs: Any, key: str) -> Any:
+    return runs.get(key) if isinstance(runs, dict) else None
+
+
+def _measured(timings: list[Any]) -> float | None:
+    """1 - (mean busy time) / wall time, the wall from the first stage's start to the last stage's end."""
+    try:
+        starts = [float(t["start"]) for t in timings]
+        ends = [float(t["end"]) for t in timings]
+        busy = [float(t["busy"]) for t in timings]
+    except (TypeError, KeyError, ValueError):
+        return None
+    wall = max(ends) - min(starts)
+    if not wall > 0 or wall > 3600:
+        return None
+    return min(1.0, max(0.0, 1 - sum(busy) / len(busy) / wall))
+
+
+def _chart(series: dict[int, dict[str, list[list[float]]]]) -> dict[str, Any]:
+    names = {"theory": "(N-1)/(M+N-1)", "schedule": "your schedule, ideal times", "measured": "your run, wall clock"}
+    return {
+        "title": "Pipeline bubble: the fraction of each stage's time spent waiting",
+        "x_label": "micro-batches M",
+        "y_label": "bubble fraction",
+        "series": [
+            {"name": f"N = {n}: {names[key]}", "points": points}
+            for n, lines in sorted(series.items())
+            for key, points in lines.items()
+            if points
+        ],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# communication: activations forward and gradients backward, between neighbours only.
+
+
+def wire_verdict(n: int, activation_bytes: int, sent: list[list[int]]) -> list[str]:
+    """What is wrong with one measured run's traffic (empty: right); ``sent[r][p]``: bytes rank r sent to rank p."""
+    problems: list[str] = []
+    high, low = HIGH * activation_bytes + FRAMING, LOW * activation_bytes
+    for r in range(n):
+        for p in range(n):
+            if p == r:
+                continue
+            s = sent[r][p]
+            if abs(p - r) == 1:
+                what = "activations" if p == r + 1 else "gradients of its input activations"
+                if s > high:
+                    problems.append(
+                        f"rank {r} sent {s:,} bytes to rank {p}, more than the {what} of the whole batch"
+                        f" ({activation_bytes:,} bytes): send each micro-batch's {what.split(' of ')[0]} once, and"
+                        " nothing else (no parameters, no copies)"
+                    )
+                elif s < low:
+                    problems.append(
+                        f"rank {r} sent only {s:,} bytes to rank {p}; the {what} of the whole batch are"
+                        f" {activation_bytes:,} bytes: send every micro-batch's {what} to rank {p}"
+                    )
+            elif s > STRAY:
+                problems.append(
+                    f"rank {r} sent {s:,} bytes to rank {p}, which is not its neighbour: a stage sends activations"
+                    " only to the next stage (rank + 1) and gradients only to the previous one (rank - 1), with"
+                    " dist.send/dist.recv, not collectives such as broadcast"
+                )
+    return problems
+
+
+def communication(facts: Facts) -> Outcome:
+    total = good = 0
+    problems: list[str] = []
+    data: dict[str, Any] = {}
+    for g, i, case in training.cases_judging(facts, "gradients"):
+        if not case.measure:
+            continue
+        n = g.world_size
+        total += 1
+        wire = g.wire.get(i)
+        if wire is None or not training.finished(g, i):
+            problems.append(training.UNFINISHED.format(g.name, "its traffic says nothing", "gradients"))
+            continue
+        inputs = case.inputs[0]
+        activation_bytes = int(inputs["batch"]) * int(inputs["dims"][1]) * ELEMENT
+        sent = [[int(wire["sent"].get(str(r), {}).get(str(p), 0)) for p in range(n)] for r in range(n)]
+        found = wire_verdict(n, activation_bytes, sent)
+        data[f"world_size_{n}"] = {"activation_bytes": activation_bytes, "sent": sent}
+        if found:
+            more = f" ({len(found) - 1} more link(s) wrong)" if len(found) > 1 else ""
+            problems.append(f"{g.name}: {found[0]}{more}")
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no measured run", data, fraction=0.0)
+    if problems:
+        message = "; ".join(problems) + "."
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
+    note = ""
+    if not gradients(facts).passed or not losses(facts).passed:
+        note = " (the bytes are right, although the values are not: see the other checks)"
+    return Outcome(
+        True,
+        "each stage sent its activations to the next stage and their gradients to the previous one, nothing"
+        f" else{note}",
+        data,
+    )
+
+
+RULES = {"losses": losses, "gradients": gradients, "bubble": bubble, "communication": communication}

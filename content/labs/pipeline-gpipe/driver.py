@@ -1,0 +1,208 @@
+"""Public driver for pipeline-gpipe: what every rank (one pipeline stage) runs around your code.
+
+Not secret: read it to see exactly what the grader does. Every rank builds the same float64 MLP
+``Linear, Tanh, Linear, Tanh, ..., Linear`` from the seed it is given and keeps only its own
+stage: rank r of N holds linear layers ``[r L/N, (r + 1) L/N)`` (each with the Tanh after it,
+except the model's last layer). Rank 0 gets the batch, the last rank the targets, and every rank
+calls your ``gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape, loss_fn)``
+once per run. What it returns is compared, outside your code, with the unsplit model on one process.
+
+The stage records what it was asked to do: each forward call and each backward pass through it
+(the rows of the micro-batch), and how long they took. In the timed runs it also *simulates* a
+GPU's compute time with a sleep proportional to the micro-batch's rows (the backward twice the
+forward), so that N stages overlap (or wait for each other) the way N devices would, even on a
+grading machine with fewer cores than ranks. The sleep changes no value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import types
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+
+def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
+    """The unsplit float64 MLP ``Linear, Tanh, ..., Linear`` (``len(dims) - 1`` layers) drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    layers: list[torch.nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
+        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
+        bound = fan_in**-0.5
+        with torch.no_grad():
+            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
+            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
+        layers.append(linear)
+        if i < len(dims) - 2:
+            layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers)
+
+
+def stage_slice(dims: list[int], rank: int, world_size: int) -> slice:
+    """The modules of the unsplit model that stage ``rank`` holds: its linear layers and their Tanh."""
+    per = (len(dims) - 1) // world_size
+    end = 2 * (rank + 1) * per
+    return slice(2 * rank * per, end if rank < world_size - 1 else end - 1)
+
+
+def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch ``(x, y)`` of one run, drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
+    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
+    return x, y
+
+
+def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean squared error, averaged over every element of one micro-batch."""
+    return F.mse_loss(output, target)
+
+
+class _Work(torch.autograd.Function):
+    """The identity, plus the stage's simulated compute time and its record of each backward pass."""
+
+    @staticmethod
+    def forward(ctx: Any, h: torch.Tensor, stage: Stage) -> torch.Tensor:
+        ctx.stage, ctx.rows = stage, h.shape[0]
+        stage.work(stage.forward_s_per_row * h.shape[0])
+        return h.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        stage: Stage = ctx.stage
+        start = time.perf_counter()
+        stage.work(stage.backward_s_per_row * ctx.rows)
+        stage.events.append(f"B{ctx.rows}")
+        stage.busy += time.perf_counter() - start
+        return grad, None
+
+
+class Stage(torch.nn.Module):
+    """One pipeline stage: a slice of the unsplit model. ``stage(x)`` runs its layers on a micro-batch.
+
+    Its parameters keep the unsplit model's names (``stage.layers`` is a ``torch.nn.Sequential``
+    whose modules are named ``"2"``, ``"3"``, ... as in the whole model). ``events`` lists what it
+    ran, in order: ``"F32"`` for a forward of 32 rows, ``"B32"`` for a backward pass through it.
+    """
+
+    def __init__(self, layers: torch.nn.Sequential, forward_s_per_row: float = 0.0, backward_s_per_row: float = 0.0):
+        super().__init__()
+        self.layers = layers
+        self.forward_s_per_row, self.backward_s_per_row = forward_s_per_row, backward_s_per_row
+        self.events: list[str] = []
+        self.busy = 0.0  # seconds spent computing (forward calls and backward passes)
+
+    def work(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        start = time.perf_counter()
+        self.events.append(f"F{x.shape[0]}")
+        h = x
+        for i, layer in enumerate(self.layers):
+            h = layer(h)
+            if i == 0:
+                h = _Work.apply(h, self)
+        self.busy += time.perf_counter() - start
+        return h
+
+
+def build_stage(inputs: dict[str, Any], rank: int, world_size: int) -> Stage:
+    """Rank ``rank``'s stage of the model drawn from ``inputs["seed"]``, with the run's simulated compute time."""
+    dims = list(inputs["dims"])
+    model = build_model(int(inputs["seed"]), dims)
+    return Stage(
+        model[stage_slice(dims, rank, world_size)],
+        float(inputs.get("forward_s_per_row", 0.0)),
+        float(inputs.get("backward_s_per_row", 0.0)),
+    )
+
+
+def _losses(got: Any, rank: int, world_size: int) -> Any:
+    if rank != world_size - 1:
+        return "not the last stage"
+    if isinstance(got, torch.Tensor) and got.dim() == 1:
+        got = list(got.detach())
+    if not isinstance(got, list | tuple):
+        raise TypeError(
+            f"gpipe_step returned {type(got).__name__} on the last stage (rank {rank}): return the list of the"
+            " num_micro_batches micro-batch losses, in micro-batch order"
+        )
+    return torch.tensor(
+        [float(loss.detach()) if isinstance(loss, torch.Tensor) else float(loss) for loss in got], dtype=torch.float64
+    )
+
+
+def run(m: int) -> str:
+    """The key of the run with ``m`` micro-batches in a result: ``"M=4"``."""
+    return f"M={m}"
+
+
+def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Your ``gpipe_step`` on this rank's stage, once for each M in ``inputs["micro_batches"]``.
+
+    Each run starts from a fresh stage (no ``.grad``). Returns, per run (dicts keyed ``"M=1"``,
+    ``"M=2"``, ...): ``losses`` (the last stage's M losses as a float64 tensor; a
+    fixed string on the other ranks), ``grads`` (every parameter's ``.grad`` by its name in the
+    unsplit model), ``events`` (the stage's forward and backward record) and ``timing`` (start and
+    end of the call on the monotonic clock, and the seconds the stage spent computing).
+    """
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    dims, batch = list(inputs["dims"]), int(inputs["batch"])
+    x, y = make_batch(int(inputs["seed"]) + 1, dims, batch)
+    out: dict[str, Any] = {"losses": {}, "grads": {}, "events": {}, "timing": {}}
+    for m in inputs["micro_batches"]:
+        m, key = int(m), run(int(m))
+        stage = build_stage(inputs, rank, world_size)
+        shape = (batch // m, dims[1])  # one micro-batch's activation: every hidden layer has dims[1] features
+        if inputs.get("timed"):
+            dist.barrier()  # every stage starts together (timed runs are not measured on the wire)
+        start = time.perf_counter()
+        got = submission.gpipe_step(
+            stage,
+            x.clone() if rank == 0 else None,
+            y.clone() if rank == world_size - 1 else None,
+            m,
+            shape,
+            loss_fn,
+        )
+        end = time.perf_counter()
+        out["losses"][key] = _losses(got, rank, world_size)
+        out["grads"][key] = {
+            name.removeprefix("layers."): (
+                p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan"))
+            )
+            for name, p in stage.named_parameters()
+        }
+        out["events"][key] = list(stage.events)
+        out["timing"][key] = {"start": start, "end": end, "busy": stage.busy}
+    out["uses_pipelining"] = uses_pipelining(submission)
+    return out
+
+
+def uses_pipelining(module: Any) -> bool:
+    """Whether ``module`` holds anything from ``torch.distributed.pipelining`` (not allowed in this lab)."""
+    for value in vars(module).values():
+        name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        if isinstance(name, str) and name.startswith("torch.distributed.pipelining"):
+            return True
+    return False
+
+
+def reference(inputs: dict[str, Any]) -> dict[str, list[Any]]:
+    """The unsplit model on one process, per M: each micro-batch's loss and the gradients of their mean."""
+    dims, batch = list(inputs["dims"]), int(inputs["batch"])
+    x, y = make_batch(int(inputs["seed"]) + 1, dims, batch)
+    out: dict[str, dict[str, Any]] = {"losses": {}, "grads": {}}
+    for m in inputs["micro_batches"]:
+        model = build_model(int(inputs["seed"]), dims)
+        losses = [loss_fn(model(xm), ym) for xm, ym in zip(x.chunk(int(m)), y.chunk(int(m)), strict=True)]
+        (sum(losses) / int(m)).backward()  # type: ignore[union-attr]
+        out["losses"][run(int(m))] = torch.stack([loss.detach() for loss in losses])
+        out["grads"][run(int(m))] = {name: p.grad.detach().clone() for name, p in model.named_parameters()}  # type: ignore[union-attr]
+    return out

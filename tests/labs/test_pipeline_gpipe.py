@@ -1,0 +1,198 @@
+"""pipeline-gpipe: the replayed bubble and the wire bounds, then real grades of the mutants and of other solutions.
+
+``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each mutant loses points; this pins
+which checks, that the messages say what to do, that correct solutions written differently get
+full marks, and that torch.distributed.pipelining's ScheduleGPipe loses only the schedule check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from labs import template
+
+from . import tp_ranks
+from .conftest import labs_dir
+
+LAB = "pipeline-gpipe"
+WORLD_SIZES = [4]  # a broadcast reaches stages that are not neighbours only beyond 2 stages
+LOSES = {
+    "broadcast_activations": ({"communication"}, "not its neighbour"),
+    "detached_input": ({"gradients"}, "send back the gradient of its own input"),
+    "grads_zeroed_per_micro_batch": ({"gradients"}, "last micro-batch only"),
+    "loss_not_divided_by_m": ({"gradients"}, "M = 4 times too large"),
+    "sequential_micro_batches": ({"bubble"}, "backward before its last forward"),
+    "shared_recv_buffer": ({"gradients"}, "fresh tensor"),
+    "whole_batch": ({"losses", "bubble"}, "one loss per micro-batch"),
+}
+
+# Written differently from solution.py: isend/irecv, backwards in forward order, the undivided loss
+# backpropagated and the gradients divided by M at the end, the losses returned as one tensor.
+ALTERNATIVE = """
+import torch
+import torch.distributed as dist
+
+
+def gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape, loss_fn):
+    rank, n = dist.get_rank(), dist.get_world_size()
+    prev = rank - 1 if rank > 0 else None
+    nxt = rank + 1 if rank < n - 1 else None
+    xs = list(inputs.chunk(num_micro_batches)) if prev is None else None
+    ys = list(targets.chunk(num_micro_batches)) if nxt is None else None
+    saved, losses, pending = [], [], []
+    for m in range(num_micro_batches):
+        if prev is None:
+            x = xs[m]
+        else:
+            x = torch.zeros(activation_shape, dtype=torch.float64)
+            dist.irecv(x, src=prev).wait()
+            x.requires_grad = True
+        y = stage(x)
+        if nxt is None:
+            y = loss_fn(y, ys[m])
+            losses.append(y.detach())
+        else:
+            pending.append(dist.isend(y.detach().clone(), dst=nxt))
+        saved.append((x, y))
+    for x, y in saved:
+        if nxt is None:
+            torch.autograd.backward(y)
+        else:
+            g = torch.zeros(activation_shape, dtype=torch.float64)
+            dist.irecv(g, src=nxt).wait()
+            torch.autograd.backward(y, grad_tensors=g)
+        if prev is not None:
+            pending.append(dist.isend(x.grad, dst=prev))
+    for work in pending:
+        work.wait()
+    for p in stage.parameters():
+        p.grad.div_(num_micro_batches)
+    return torch.stack(losses) if nxt is None else None
+"""
+
+SCHEDULE_GPIPE = """
+import torch
+import torch.distributed as dist
+from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+
+def gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape, loss_fn):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    pipe = PipelineStage(stage, rank, world_size, torch.device("cpu"))
+    schedule = ScheduleGPipe(pipe, n_microbatches=num_micro_batches, loss_fn=loss_fn)
+    if rank == 0:
+        schedule.step(inputs)
+    elif rank == world_size - 1:
+        losses = []
+        schedule.step(target=targets, losses=losses)
+        return [loss.item() for loss in losses]
+    else:
+        schedule.step()
+    return None
+"""
+
+
+def checks() -> Any:
+    return tp_ranks.load_module(labs_dir() / LAB / "checks.py", "pipeline_gpipe_checks")
+
+
+def gpipe_order(n: int, m: int) -> list[list[tuple[str, int]]]:
+    return [[("F", 64 // m)] * m + [("B", 64 // m)] * m for _ in range(n)]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("m", [1, 2, 4, 8])
+def test_a_gpipe_order_replays_to_the_formula(n: int, m: int) -> None:
+    c = checks()
+    assert c.replay(gpipe_order(n, m), 64) == pytest.approx((n - 1) / (m + n - 1), abs=1e-12)
+    assert c.theory(n, m) == pytest.approx((n - 1) / (m + n - 1))
+
+
+def test_no_overlap_and_no_micro_batches_replay_to_n_minus_1_over_n() -> None:
+    c = checks()
+    sequential = [[("F", 16), ("B", 16)] * 4 for _ in range(4)]
+    assert c.replay(sequential, 64) == pytest.approx(3 / 4)
+    assert c.replay(gpipe_order(4, 1), 64) == pytest.approx(3 / 4)
+    # A stage whose backward waits for a forward that never comes cannot run.
+    assert c.replay([[("B", 64)], [("F", 64)]], 64) is None
+    assert c.parse(["F32", "B32"]) == [("F", 32), ("B", 32)]
+    assert c.parse(["F32", "X1"]) is None and c.parse("F32") is None
+
+
+def test_schedule_problems_name_what_ran() -> None:
+    c = checks()
+    assert c._shape_problem(gpipe_order(1, 4)[0], 4, 64) is None
+    assert "1 forward of 64 rows" in c._shape_problem([("F", 64), ("B", 64)], 4, 64)
+    assert "backward before its last forward" in c._shape_problem([("F", 16), ("B", 16)] * 4, 4, 64)
+
+
+def test_wire_bounds() -> None:
+    c = checks()
+    s = 128 * 256 * 8
+    good = [[0, s + 576, 0, 0], [s + 576, 0, s + 576, 0], [0, s + 576, 0, s + 576], [0, 0, s + 576, 0]]
+    assert c.wire_verdict(4, s, good) == []
+    stray = [row[:] for row in good]
+    stray[0][2] = s
+    assert "not its neighbour" in c.wire_verdict(4, s, stray)[0]
+    silent = [[0] * 4 for _ in range(4)]
+    assert "sent only 0 bytes to rank 1" in c.wire_verdict(4, s, silent)[0]
+    double = [row[:] for row in good]
+    double[1][0] = 2 * s
+    assert "more than the gradients" in c.wire_verdict(4, s, double)[0]
+
+
+@pytest.fixture(scope="module")
+def one_grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+def test_every_mutant_is_listed() -> None:
+    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
+
+
+@pytest.mark.parametrize("mutant", sorted(LOSES))
+def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
+    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
+    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
+    lost, advice = LOSES[mutant]
+    assert {c.id for c in v.checks if not c.passed} == lost, v.message
+    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+
+
+def test_reference_draws_the_bubble_chart_and_starter_says_not_implemented(one_grader) -> None:
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "solution.py").read_text())
+    assert v.score == v.max_score, v.message
+    bubble = next(c for c in v.checks if c.id == "bubble")
+    chart = bubble.data["chart"]
+    # Theory and the replayed schedule for 2 and 4 stages; the wall clock only where the runs are timed (2).
+    assert len(chart["series"]) == 5
+    theory = next(s for s in chart["series"] if s["name"] == "N = 4: (N-1)/(M+N-1)")
+    assert theory["points"] == [[1, 0.75], [2, 0.6], [4, 0.4286], [8, 0.2727]]
+    replayed = next(s for s in chart["series"] if s["name"] == "N = 2: your schedule, ideal times")
+    assert replayed["points"] == [[1, 0.5], [2, 0.3333], [4, 0.2], [8, 0.1111]]
+    measured = next(s for s in chart["series"] if s["name"] == "N = 2: your run, wall clock")
+    assert [p[0] for p in measured["points"]] == [1, 2, 4, 8] and all(0 <= p[1] <= 1 for p in measured["points"])
+    wire = next(c for c in v.checks if c.id == "communication").data["world_size_4"]
+    s = wire["activation_bytes"]
+    assert all(s <= wire["sent"][r][r + 1] < 1.05 * s for r in range(3)), wire
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "starter.py").read_text(), world_sizes=[2])
+    messages = " ".join(c.message for c in v.checks)
+    assert "NotImplementedError" in messages and "NameError" not in messages
+
+
+def test_a_differently_written_solution_gets_full_marks(one_grader) -> None:
+    v = one_grader.grade(LAB, ALTERNATIVE)
+    assert v.score == v.max_score, v.message
+
+
+def test_schedule_gpipe_gets_the_values_right_and_loses_the_schedule(one_grader) -> None:
+    v = one_grader.grade(LAB, SCHEDULE_GPIPE, world_sizes=[2])
+    assert {c.id for c in v.checks if not c.passed} == {"bubble"}, v.message
+    assert "torch.distributed.pipelining" in next(c.message for c in v.checks if c.id == "bubble")

@@ -13,6 +13,7 @@ import linecache
 import os
 import sys
 import tempfile
+import time
 import traceback
 import types
 from typing import Any
@@ -39,6 +40,41 @@ def torchrun_env(rank: int, world_size: int, master_port: int) -> dict[str, str]
         "TORCHELASTIC_RUN_ID": "ringlab",
         "TORCHELASTIC_USE_AGENT_STORE": "True",  # the store at MASTER_PORT is the launcher's: every rank a client
     }
+
+
+def start_agent_store(world_size: int, uid: int, sandboxed: bool, close_fd: int) -> tuple[int, int]:
+    """torchrun's agent store for one group of ranks: a TCPStore server, listening before any rank starts.
+
+    The ranks get ``TORCHELASTIC_USE_AGENT_STORE=True``, so every rank's ``init_process_group``
+    connects to it as a client, as under torchrun. With rank 0 hosting the store instead, a rank
+    that connects before rank 0 listens backs off for 0.4-0.8 s. Forked from the zygote, it runs
+    as ``uid``, dies with the zygote, and closes ``close_fd`` (the zygote's job channel). Returns (pid, port).
+    """
+    from labs import harness
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(close_fd)
+            os.close(r)
+            harness.become(uid, sandboxed)
+            from torch.distributed import TCPStore
+
+            store = TCPStore("127.0.0.1", 0, world_size, True, wait_for_workers=False)
+            os.write(w, str(store.port).encode())
+            os.close(w)
+            while True:  # the store serves from its own thread until the zygote ends the group
+                time.sleep(3600)
+        finally:
+            os._exit(1)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        port = f.read()
+    if not port:
+        os.waitpid(pid, 0)
+        raise RuntimeError("the agent store did not start")
+    return pid, int(port)
 
 
 class _Exit(BaseException):

@@ -25,7 +25,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs import channel, harness, netstat
+from labs import channel, harness, netstat, script
 
 MAX_JOB = 1 << 24
 MAX_INPUT = 1 << 30
@@ -174,7 +174,11 @@ class Zygote:
             pass
         os.chmod(store, 0o666)
         if self.job.get("entry") == "script":
-            group["agent"], group["master_port"] = self.start_agent_store(group, self.job["uid_base"] + 8 * g)
+            # torchrun's agent store, as rank 0's uid: it serves this submission's ranks, trusted with nothing.
+            uid, sandboxed = self.job["uid_base"] + 8 * g, bool(self.job.get("sandboxed", True))
+            group["agent"], group["master_port"] = script.start_agent_store(
+                int(group["world_size"]), uid, sandboxed, self.fd
+            )
         for r in range(int(group["world_size"])):
             parent, child = socket.socketpair()
             out_r, out_w = os.pipe()
@@ -210,38 +214,6 @@ class Zygote:
                 os._exit(0)
             channel.write_all(ranks[int(got[0]["rank"])].ctl.fileno(), channel.encode(got[0], got[1]))
         return ranks
-
-    def start_agent_store(self, group: dict[str, Any], uid: int) -> tuple[int, int]:
-        """For a script lab: torchrun's agent store, a TCPStore server listening before any rank starts.
-
-        The ranks get ``TORCHELASTIC_USE_AGENT_STORE=True``, so every rank's ``init_process_group``
-        connects to it as a client, as under torchrun. With rank 0 hosting the store instead, a rank
-        that connects before rank 0 listens backs off for 0.4-0.8 s. It runs as rank 0's uid: it
-        serves only this submission's ranks and is trusted with nothing. Returns (pid, port).
-        """
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(self.fd)
-                os.close(r)
-                harness.become(uid, bool(self.job.get("sandboxed", True)))
-                from torch.distributed import TCPStore
-
-                store = TCPStore("127.0.0.1", 0, int(group["world_size"]), True, wait_for_workers=False)
-                os.write(w, str(store.port).encode())
-                os.close(w)
-                while True:  # the store serves from its own thread until the group ends
-                    time.sleep(3600)
-            finally:
-                os._exit(1)
-        os.close(w)
-        with os.fdopen(r, "rb") as f:
-            port = f.read()
-        if not port:
-            os.waitpid(pid, 0)
-            raise RuntimeError("the agent store did not start")
-        return pid, int(port)
 
     def run_group(self, g: int, group: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         ranks = self.fork_ranks(g, group)

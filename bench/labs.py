@@ -36,7 +36,9 @@ CONTENT = REPO / "content"
 TARGET_S = 1.0
 
 
-def _cold_rank(rank: int, world_size: int, store: str, folder: str, code: str, blob: str, shared: str) -> None:
+def _cold_rank(
+    rank: int, world_size: int, store: str, folder: str, code: str, blob: str, shared: str, port: int = 0
+) -> None:
     import torch
     import torch.distributed as dist
 
@@ -45,6 +47,16 @@ def _cold_rank(rank: int, world_size: int, store: str, folder: str, code: str, b
     torch.set_num_threads(1)
     os.environ["RINGLAB_SHARED_DIR"] = shared
     sys.path.insert(0, folder)  # the lab's public driver, as the ranks import it
+    if port:  # a script lab: torchrun's variables, rank 0 hosting the store as under a plain launcher
+        from labs.script import Script, torchrun_env
+
+        os.environ.update(torchrun_env(rank, world_size, port))
+        os.environ.pop("TORCHELASTIC_USE_AGENT_STORE")
+        import driver as launcher
+
+        for name, _, _, inputs, *_ in torch.load(blob, weights_only=True):
+            getattr(launcher, name)(Script(code), inputs[rank])
+        return
     # A file store, as the engine's ranks meet (no port to race for, no TCP connect back-off).
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
     import types
@@ -88,8 +100,13 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
                 torch.save([(c.driver, c.fn, c.inplace, c.inputs, c.expected, c.tolerance) for c in g.cases], buffer)
                 Path(blob).write_bytes(buffer.getvalue())
                 store = os.path.join(tmp, f"store-{id(g)}")
-                args = (g.world_size, store, str(lab.folder), code, blob, shared)
-                mp.spawn(_cold_rank, args=args, nprocs=g.world_size, join=True)
+                port = free_port() if lab.spec.entry == "script" else 0
+                args = (g.world_size, store, str(lab.folder), code, blob, shared, port)
+                try:
+                    mp.spawn(_cold_rank, args=args, nprocs=g.world_size, join=True)
+                except mp.ProcessExitedException:
+                    if not g.expect_crash:  # a phase that kills a rank on purpose ends like this
+                        raise
             times.append(time.perf_counter() - started)
     return times
 

@@ -198,9 +198,11 @@ class Grader:
             "backend": backend,
             "public": lab.public_sources(),
             "preload": lab.spec.preload,
+            "entry": lab.spec.entry,
             "groups": [
                 {
                     "world_size": g.world_size,
+                    "expect_crash": g.expect_crash,
                     "calls": [
                         {"fn": c.fn, "inplace": c.inplace, "measure": c.measure, "driver": c.driver} for c in g.cases
                     ],
@@ -287,7 +289,13 @@ def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
         gen = torch.Generator().manual_seed(seed)
         if hasattr(checks, "phases"):
             return [
-                GroupRun(p.world_size, p.cases, [RankRun() for _ in range(p.world_size)], phase=p.name)
+                GroupRun(
+                    p.world_size,
+                    p.cases,
+                    [RankRun() for _ in range(p.world_size)],
+                    phase=p.name,
+                    expect_crash=p.expect_crash,
+                )
                 for p in checks.phases(sizes, gen)
             ]
         return [GroupRun(n, checks.cases(n, gen), [RankRun() for _ in range(n)]) for n in sizes]

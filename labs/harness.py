@@ -25,7 +25,7 @@ import types
 from datetime import timedelta
 from typing import Any
 
-from labs import channel, trees
+from labs import channel, script, trees
 
 SOURCE_NAME = "submission.py"
 SHARED_DIR = "/tmp/shared"  # one scratch directory for every phase (group of ranks) of a submission
@@ -90,17 +90,11 @@ def drop_privileges(uid: int, limits: dict[str, Any], sandboxed: bool) -> str:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(limits["fsize"]), int(limits["fsize"])))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    become(uid, sandboxed)
     if not sandboxed:  # development only: no uid switch, scratch in the host's temp dir
         scratch = tempfile.mkdtemp(prefix=f"ringlab-rank-{uid}-")
         os.chdir(scratch)
         return scratch
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     scratch = f"/tmp/rank-{uid}"
     os.mkdir(scratch, 0o700)
     os.chdir(scratch)
@@ -109,6 +103,19 @@ def drop_privileges(uid: int, limits: dict[str, Any], sandboxed: bool) -> str:
     # uids); the private scratch above is 0700, so nothing else of a rank is opened up.
     os.umask(0)
     return scratch
+
+
+def become(uid: int, sandboxed: bool) -> None:
+    """Die with the zygote; sandboxed, switch to ``uid`` for good (no capabilities, no new privileges)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    if not sandboxed:
+        return
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
 def limit_memory(extra_mb: int) -> None:
@@ -234,7 +241,10 @@ def run_rank(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, ct
         raise
     me.send({"kind": "ready"})
     try:
-        module = load_submission(job["code"])
+        # A script lab's driver runs the whole file as __main__ (script.Script), never imported as a module.
+        module = (
+            script.Script(job["code"], SOURCE_NAME) if job.get("entry") == "script" else load_submission(job["code"])
+        )
     except BaseException as exc:  # the student's import failing is a result, not our crash
         me.send({"kind": "error", "phase": "import", **describe(exc), "guard": guard.report()})
         me.sync("end")
@@ -268,20 +278,25 @@ def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: 
     if public:
         sys.path.insert(0, str(public))
     os.environ["RINGLAB_SHARED_DIR"] = str(job.get("shared_dir") or SHARED_DIR)
-    dist.init_process_group(
-        backend,
-        init_method=f"file://{group['store']}",
-        rank=rank,
-        world_size=group["world_size"],
-        timeout=timedelta(seconds=float(job["limits"]["wall_s"]) + 5),
-    )
+    if job.get("entry") == "script":  # the student's script joins the group itself, from torchrun's variables
+        os.environ.update(script.torchrun_env(rank, int(group["world_size"]), int(group["master_port"])))
+    else:
+        dist.init_process_group(
+            backend,
+            init_method=f"file://{group['store']}",
+            rank=rank,
+            world_size=group["world_size"],
+            timeout=timedelta(seconds=float(job["limits"]["wall_s"]) + 5),
+        )
     limit_memory(int(job["limits"]["memory_mb"]))
     guard = Guard()
     guard.install()
     return inputs, guard
 
 
-def run_call(me: Rank, module: types.ModuleType, i: int, call: dict[str, Any], args: list[Any], guard: Guard) -> None:
+def run_call(
+    me: Rank, module: types.ModuleType | script.Script, i: int, call: dict[str, Any], args: list[Any], guard: Guard
+) -> None:
     me.send({"kind": "start", "call": i})
     driver = call.get("driver")
     target = public_function(driver) if driver else getattr(module, call["fn"], None)

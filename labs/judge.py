@@ -51,11 +51,17 @@ class Case:
 
 @dataclass
 class Phase:
-    """A group of ranks that a lab runs after the previous one, sharing its scratch directory."""
+    """A group of ranks that a lab runs after the previous one, sharing its scratch directory.
+
+    ``expect_crash``: the lab's driver kills a rank on purpose (a crash to recover from in a later
+    phase). A rank dying is then no verdict: the other ranks are killed after a short grace, and
+    the next phase runs. Its cases' results are there only from ranks whose call returned.
+    """
 
     name: str | None
     world_size: int
     cases: list[Case]
+    expect_crash: bool = False
 
 
 @dataclass
@@ -78,6 +84,7 @@ class GroupRun:
     status: str | None = None  # None: the group never ran
     verdicts: dict[tuple[int, int, str | None], str | None] = field(default_factory=dict)
     phase: str | None = None  # a name when the lab runs phases (e.g. "save", "load")
+    expect_crash: bool = False  # a rank is killed on purpose (Phase.expect_crash)
 
     @property
     def name(self) -> str:

@@ -1,9 +1,9 @@
 """A fresh bubblewrap sandbox holding one warm zygote.
 
 Layout inside: the system (/usr and its /lib, /bin links) and the Python
-install and virtualenv read-only at their own paths; the six stdlib-only
+install and virtualenv read-only at their own paths; the seven stdlib-only
 files the zygote and ranks run (``labs/{__init__,channel,netstat,trees,
-harness,zygote}.py``) read-only under /sandbox/lib; a private size-capped tmpfs on
+script,harness,zygote}.py``) read-only under /sandbox/lib; a private size-capped tmpfs on
 /tmp for scratch; a minimal /dev and a /proc of the sandbox's own pid
 namespace. Nothing else of the host exists: not the repository, not
 content/labs (checks, solutions), not data/ or other submissions, not /etc.
@@ -41,7 +41,7 @@ class Spawner(Protocol):
     def spawn(self, pid: int, job_fd: int, log_fd: int) -> None: ...
 
 
-LIB_FILES = ("__init__.py", "channel.py", "netstat.py", "trees.py", "harness.py", "zygote.py")
+LIB_FILES = ("__init__.py", "channel.py", "netstat.py", "trees.py", "script.py", "harness.py", "zygote.py")
 LABS_DIR = Path(__file__).resolve().parent
 LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.zygote import main; main()"
 ENV = {

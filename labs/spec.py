@@ -87,7 +87,11 @@ class LabSpec(Strict):
     memory_limit_mb: int = Field(ge=64, le=16384)
     # GPU memory each rank may take (NCCL only); unset: no cap beyond the device's.
     gpu_memory_mb: int | None = Field(default=None, ge=64, le=1 << 20)
-    functions: list[NAME] = Field(min_length=1)
+    # ``function``: the ranks join the group and call the student's functions (through the driver).
+    # ``script``: the student writes a whole torchrun-style script; each rank gets torchrun's
+    # variables and the lab's driver runs the file as ``__main__`` (``labs.script``).
+    entry: Literal["function", "script"] = "function"
+    functions: list[NAME] = Field(default_factory=list)  # at least one unless ``entry: script``
     # Files of the lab folder mounted read-only next to the student's module in every rank
     # (``import driver``): public code that owns the loop. Not secret, not trusted.
     public_files: list[PUBLIC_FILE] = Field(default_factory=list)
@@ -102,6 +106,10 @@ class LabSpec(Strict):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"duplicate check ids: {', '.join(dupes)}")
+        if not self.functions and self.entry != "script":
+            raise ValueError("functions must name at least one function the student defines")
+        if self.entry == "script" and not self.public_files:
+            raise ValueError("a script lab needs a public driver (public_files) to run the script")
         if len(set(self.world_sizes)) != len(self.world_sizes):
             raise ValueError("world_sizes lists a size twice")
         shadowing = sorted({f.removesuffix(".py") for f in self.public_files} & RESERVED_MODULES)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import signal
 import socket
 import sys
 import tempfile
@@ -24,7 +25,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs import channel, harness, netstat
+from labs import channel, harness, netstat, script
 
 MAX_JOB = 1 << 24
 MAX_INPUT = 1 << 30
@@ -32,6 +33,7 @@ MAX_RESULT = 1 << 28
 STALL_S = 1.5
 SAMPLE_S = 0.1
 BUSY_CPU_FRACTION = 0.2
+CRASH_GRACE_S = 0.1  # in a phase that expects a crash: how long the other ranks may end on their own
 
 
 @dataclass
@@ -101,6 +103,22 @@ def usage_by_uid() -> tuple[dict[int, float], dict[int, int]]:
     return out, count
 
 
+def pids_of(uids: set[int]) -> set[int]:
+    """The processes in this pid namespace whose real uid is one of ``uids``."""
+    found = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                uid = int(next(line for line in f if line.startswith("Uid:")).split()[1])
+        except (OSError, StopIteration, ValueError):
+            continue
+        if uid in uids:
+            found.add(int(name))
+    return found
+
+
 class Zygote:
     def __init__(self, fd: int, job: dict[str, Any]):
         self.fd = fd
@@ -119,7 +137,7 @@ class Zygote:
         for g, group in enumerate(self.job["groups"]):
             status, infos = self.run_group(g, group)
             self.tell({"kind": "group_end", "group": g, "status": status, "ranks": infos})
-            if status != "ok":
+            if status != "ok" and not (status == "crashed" and group.get("expect_crash")):
                 break
 
     def prepare_files(self) -> None:
@@ -155,6 +173,12 @@ class Zygote:
         with open(store, "wb"):
             pass
         os.chmod(store, 0o666)
+        if self.job.get("entry") == "script":
+            # torchrun's agent store, as rank 0's uid: it serves this submission's ranks, trusted with nothing.
+            uid, sandboxed = self.job["uid_base"] + 8 * g, bool(self.job.get("sandboxed", True))
+            group["agent"], group["master_port"] = script.start_agent_store(
+                int(group["world_size"]), uid, sandboxed, self.fd
+            )
         for r in range(int(group["world_size"])):
             parent, child = socket.socketpair()
             out_r, out_w = os.pipe()
@@ -204,13 +228,23 @@ class Zygote:
         last_progress = time.monotonic()
         wire_before: tuple[dict[Any, Any], int] | None = None
         status = "ok"
+        expect_crash = bool(group.get("expect_crash"))
+        first_death: float | None = None
         while True:
             if all(rs.closed for rs in ranks):
                 status = "ok" if all(rs.ended for rs in ranks) else "crashed"
                 break
             dead = [rs for rs in ranks if rs.closed and not rs.ended]
             now = time.monotonic()
-            if dead and now - last_progress > 0.5:
+            if dead and expect_crash:
+                # The lab killed a rank on purpose: the others would fail in their next collective or hang
+                # in it. They get a moment to end on their own, then the group is torn down.
+                first_death = first_death or now
+                if now - first_death >= CRASH_GRACE_S:
+                    self.kill_group(ranks)
+                    status = "crashed"
+                    break
+            elif dead and now - last_progress > 0.5:
                 status = "crashed"
                 break
             # Sampled at most every SAMPLE_S: reading /proc for each message would slow every sync point.
@@ -228,7 +262,8 @@ class Zygote:
             if now - last_progress > STALL_S and samples[0][0] <= now - STALL_S and not active:
                 status = "deadlock"
                 break
-            for key, _ in sel.select(timeout=min(0.25, max(0.0, self.deadline - now))):
+            wait = 0.25 if first_death is None else first_death + CRASH_GRACE_S - now
+            for key, _ in sel.select(timeout=min(wait, max(0.0, self.deadline - now))):
                 rs, kind = key.data
                 try:
                     data = os.read(key.fd, 1 << 20)
@@ -253,7 +288,21 @@ class Zygote:
                     continue
                 for meta, payload in messages:
                     wire_before = self.handle(g, rs, ranks, meta, payload, wire_before)
-        return status, self.finish(ranks, sel, samples, status)
+        infos = self.finish(ranks, sel, samples, status, expect_crash)
+        if group.get("agent"):
+            with contextlib.suppress(OSError):
+                os.kill(group["agent"], signal.SIGKILL)
+                os.waitpid(group["agent"], 0)
+        return status, infos
+
+    def kill_group(self, ranks: list[RankState]) -> None:
+        """SIGKILL every process of the group's ranks: their uids' (sandboxed), else the ranks themselves."""
+        targets = {rs.pid for rs in ranks if rs.status is None}
+        if self.job.get("sandboxed", True):
+            targets |= pids_of({rs.uid for rs in ranks})
+        for pid in targets:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
     def handle(
         self,
@@ -329,8 +378,9 @@ class Zygote:
         sel: selectors.BaseSelector,
         samples: list[tuple[float, dict[int, float]]],
         status: str,
+        expect_crash: bool = False,
     ) -> list[dict[str, Any]]:
-        grace = time.monotonic() + (0.5 if status == "ok" else 0.05)
+        grace = time.monotonic() + (0.5 if status == "ok" or expect_crash else 0.05)
         while time.monotonic() < grace and any(rs.status is None for rs in ranks):
             for rs in ranks:
                 if rs.status is None:

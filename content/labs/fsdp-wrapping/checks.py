@@ -42,7 +42,7 @@ def unit_parameters(model: nn.Module, strategy: str) -> dict[str, list[str]]:
     if strategy == "per-layer":
         inner = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
     elif strategy == "per-block":
-        inner = [f"blocks.{i}" for i in range(len(model.blocks))]  # type: ignore[arg-type]
+        inner = [f"blocks.{i}" for i in range(len(model.blocks))]
     else:
         inner = []
     units: dict[str, list[str]] = {ROOT: []}

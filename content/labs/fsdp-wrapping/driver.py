@@ -101,7 +101,7 @@ def local(p: torch.Tensor) -> torch.Tensor:
 
     The optimizer updates the local shards in place (AdamW works element by element, so updating
     each shard is updating the whole tensor); running it on the ``DTensor`` parameters would give
-    the same numbers, but DTensor's first dispatch of each operation costs seconds in a new process.
+    the same numbers, but DTensor's first dispatch of each operation costs most of a second in a new process.
     """
     return p.to_local() if _is_dtensor(p) else p
 
@@ -180,10 +180,10 @@ def _piece(t: torch.Tensor) -> tuple[torch.Tensor, torch.Size | None]:
     from torch.distributed.tensor import Shard
 
     if _is_dtensor(t):
-        mesh_size = t.device_mesh.size()  # type: ignore[attr-defined]
-        if tuple(t.placements) == (Shard(0),) and mesh_size == dist.get_world_size() and t.dim():  # type: ignore[attr-defined]
+        mesh_size = t.device_mesh.size()
+        if tuple(t.placements) == (Shard(0),) and mesh_size == dist.get_world_size() and t.dim():
             return t.to_local().detach().clone(), t.shape
-        return t.full_tensor().detach().clone(), None  # type: ignore[attr-defined]
+        return t.full_tensor().detach().clone(), None
     return t.detach().clone(), None
 
 

@@ -24,6 +24,7 @@ LOSES = {
     "model_cast_to_bf16": ({"forward", "gradients", "parameters"}, "must stay float32"),
     "no_mixed_precision": ({"forward", "gradients", "parameters", "communication"}, "full float32 training"),
     "policy_on_blocks_only": ({"forward", "gradients", "parameters", "communication"}, "the same mp_policy"),
+    "root_unit_only": ({"communication"}, "fully_shard every block before the root"),
 }
 
 # Correct, written differently from solution.py: the policy's defaults spelled out, the blocks

@@ -234,13 +234,13 @@ def communication(facts: Facts) -> Outcome:
                 r, s = over[0]
                 problems.append(
                     f"world size {n}: rank {r} sent {s:,} bytes in one step, {s / theory:.3g} times what"
-                    f" {parts}. Parameters gathered in float32 send twice the bytes: set param_dtype=torch.bfloat16"
+                    f" {parts}. {_likely(s, case.inputs[0], n)}"
                 )
             elif under:
                 r, s = under[0]
                 problems.append(
                     f"world size {n}: rank {r} sent only {s:,} bytes in one step, {s / theory:.3g} of what"
-                    f" {parts}. Gradients reduced in bfloat16 send half the bytes: set reduce_dtype=torch.float32"
+                    f" {parts}. {_likely(s, case.inputs[0], n)}"
                 )
             else:
                 good += 1
@@ -254,7 +254,24 @@ def communication(facts: Facts) -> Outcome:
     )
 
 
-def expected_bytes(inputs: dict[str, Any], world_size: int) -> tuple[float, float]:
+def _likely(sent: float, inputs: dict[str, Any], world_size: int) -> str:
+    """The mistake whose byte count is nearest to what was sent."""
+    gather, reduce = expected_bytes(inputs, world_size)
+    root_only = expected_bytes(inputs, world_size, blocks_are_units=False)[0]
+    mistakes = {
+        "Parameters gathered in float32 send twice the all-gather bytes: set param_dtype=torch.bfloat16": (
+            2 * gather + reduce
+        ),
+        "Gradients reduced in bfloat16 send half the reduce-scatter bytes: set reduce_dtype=torch.float32": (
+            gather + reduce / 2
+        ),
+        "Without a unit per block, the root gathers everything once and never again for the backward:"
+        " fully_shard every block before the root": root_only + reduce,
+    }
+    return min(mistakes, key=lambda m: abs(mistakes[m] - sent))
+
+
+def expected_bytes(inputs: dict[str, Any], world_size: int, *, blocks_are_units: bool = True) -> tuple[float, float]:
     """Per rank, one step: (all-gather bytes of bfloat16 parameters, reduce-scatter bytes of float32 gradients).
 
     The root unit (embed, norm, head) is gathered once; each block again for its backward. gloo's
@@ -265,7 +282,7 @@ def expected_bytes(inputs: dict[str, Any], world_size: int) -> tuple[float, floa
     blocks = sum(v for k, v in elements.items() if k.startswith("blocks."))
     root = sum(elements.values()) - blocks
     n = world_size
-    gather = (n - 1) / n * (root + 2 * blocks) * 2
+    gather = (n - 1) / n * (root + (2 if blocks_are_units else 1) * blocks) * 2
     reduce = 2 * (n - 1) / n * sum(elements.values()) * 4
     return gather, reduce
 

@@ -189,18 +189,19 @@ _RUNS: dict[str, _Run] = {}
 
 def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Wrap, then one training step; its bytes are counted. The loss and the dtypes seen."""
+    _RUNS.pop(str(inputs["key"]), None)
     run = _Run(submission, inputs)
-    _RUNS[str(inputs["key"])] = run
     info = run.step()
+    _RUNS[str(inputs["key"])] = run
     return {"loss": run.losses[0], "dtypes": info}
 
 
 def finish(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """The remaining steps, then ``grads`` (the first step's, float32, in full) and ``params`` (in full)."""
     run = _RUNS.pop(str(inputs["key"]), None)
-    if run is None:  # the first call failed: start again, so that this one says why
-        run = _Run(submission, inputs)
-        run.step()
+    if run is None or run.steps == 0:
+        # No collective after a failure: the ranks may have stopped at different points.
+        raise RuntimeError("the first training step failed (the forward check says why), so training stopped")
     while run.steps < int(inputs["steps"]):
         run.step()
     full = _gather_full(run.first | {f"params/{name}": _piece(p) for name, p in run.named})

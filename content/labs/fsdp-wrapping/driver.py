@@ -221,7 +221,6 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     _WRAPPED.pop(str(inputs["strategy"]), None)
     model, units, sharding = _wrap_and_describe(submission, inputs)
-    _WRAPPED[str(inputs["strategy"])] = (model, units, sharding)
     named = list(model.named_parameters())
     with torch.no_grad():
         shards = [local(p) for _, p in named]
@@ -243,6 +242,7 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         optimizer.step()
         losses.append(float(loss.detach()))
     full = _gather_full(first | {f"params/{name}": _piece(p) for name, p in named})
+    _WRAPPED[str(inputs["strategy"])] = (model, units, sharding)
     return {
         "grads": {name: full[f"grads/{name}"] for name, _ in named if f"grads/{name}" in full},
         "params": {name: full[f"params/{name}"] for name, _ in named},
@@ -253,7 +253,7 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 def probe(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """One forward and backward of the wrapped model with no gradient reduce-scatter; the units and the peak.
 
-    Runs on the model ``train`` wrapped and trained (or wraps a new one if that call failed).
+    Runs on the model ``train`` wrapped and trained (and refuses to run if that call failed).
     ``units``: the names of the modules that are FSDP units (``"(root)"`` for the model itself).
     ``sharding``: per parameter right after ``wrap``, whether it is a ``DTensor``, its placements
     and its local rows. ``peak_bytes``: the most unsharded parameter bytes seen at once.
@@ -262,7 +262,10 @@ def probe(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 
     rank, world_size = dist.get_rank(), dist.get_world_size()
     kept = _WRAPPED.pop(str(inputs["strategy"]), None)
-    model, units, sharding = kept if kept is not None else _wrap_and_describe(submission, inputs)
+    if kept is None:
+        # No collective after a failure: the ranks may have stopped at different points.
+        raise RuntimeError("wrapping or training this strategy failed (the training check says why)")
+    model, units, sharding = kept
     for m in model.modules():
         if isinstance(m, FSDPModule):
             m.set_requires_gradient_sync(False, recurse=False)

@@ -1,0 +1,290 @@
+"""Trusted checks for fsdp-mixed-precision: per-submission inputs, the emulated reference, the rules.
+
+Never mounted into the sandbox. The reference is ``driver.emulate``: mixed precision done by
+hand on one process (bfloat16 copies of the float32 master weights run each rank's forward and
+backward, the gradients are averaged in float32, AdamW updates float32 masters). Full float32
+training is the wrong target: it differs from a correct run by ~1e-2 after three steps. The same
+emulation with other dtypes (float32 everywhere, a bfloat16 reduction, float16 parameters) only
+serves to tell the student which mistake the numbers show.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from labs import training
+from labs.judge import Case, Facts, Outcome, result
+from labs.public import load_public
+
+DIMS = {"width": 120, "blocks": 2}  # 6 Linear layers of 120 x 120 + a LayerNorm: 349,440 float32 bytes
+BATCH = 24
+STEPS = 3
+LR, WEIGHT_DECAY = 1e-2, 0.01
+# On 2 ranks a correct run equals the emulation bit for bit (a + b is the same in either order, and
+# halving is exact). On 4, gloo adds the four float32 gradients in its own order: they differ from
+# the emulation's rank order by a few ulps (measured up to 5e-10 absolute), which AdamW's first
+# steps mostly absorb. A bfloat16 reduction is off by ~2^-9 relative (1e-4 absolute) in the
+# gradients and 1e-3 to 2e-2 in the parameters after 3 steps; float16 parameters and plain float32
+# by ~2e-2 in the parameters.
+TOLERANCE = {2: {"grads": (0.0, 0.0), "params": (0.0, 0.0)}, 4: {"grads": (1e-4, 1e-8), "params": (1e-5, 1e-6)}}
+LOSS_TOLERANCE = (0.0, 0.0)  # each rank's forward is its own: bit for bit at every world size
+# The measured step: every unit all-gathers its bfloat16 parameters (the root once, each block
+# again for its backward) and reduce-scatters its float32 gradients. Bounds on each rank's bytes.
+HIGH, LOW = 1.05, 0.95
+FRAMING = 8192
+DRIVER = load_public(__file__, "driver")
+WRONG = {  # (param_dtype, reduce_dtype) -> what the numbers say was done
+    (None, torch.float32): "full float32 training: no mixed-precision policy reached the units",
+}
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    inputs = {
+        "key": "mp",
+        "seed": seed,
+        "dims": DIMS,
+        "batch": BATCH,
+        "steps": STEPS,
+        "lr": LR,
+        "weight_decay": WEIGHT_DECAY,
+    }
+    want = DRIVER.emulate(inputs, world_size)
+    compute = {"compute_dtype": "torch.bfloat16"}
+    storage = {"master_dtype": "torch.float32", "grad_dtype": "torch.float32"}
+    what = f"on a global batch of {BATCH}"
+    return [
+        Case(
+            check="forward",
+            fn="wrap",
+            driver="step",
+            label=f"the first training step {what}",
+            inputs=[dict(inputs) for _ in range(world_size)],
+            expected=[{"loss": want["losses"][r][0], "dtypes": compute | storage} for r in range(world_size)],
+            measure=True,
+            tolerance={"loss": LOSS_TOLERANCE},
+        ),
+        Case(
+            check="gradients",
+            fn="wrap",
+            driver="finish",
+            label=f"{STEPS} AdamW steps {what}",
+            inputs=[dict(inputs) for _ in range(world_size)],
+            expected=[{"grads": want["grads"], "params": want["params"]} for _ in range(world_size)],
+            parts={"gradients": ["grads"], "parameters": ["params"]},
+            tolerance=TOLERANCE[world_size] if world_size in TOLERANCE else TOLERANCE[4],
+        ),
+    ]
+
+
+# --- hints: which wrong policy do the numbers match? -----------------------------------------
+
+
+def _matches(got: Any, want: dict[str, torch.Tensor], tol: tuple[float, float]) -> bool:
+    if not isinstance(got, dict):
+        return False
+    for name, w in want.items():
+        g = got.get(name)
+        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+            return False
+        if not torch.allclose(g, w, rtol=max(tol[0], 1e-5), atol=max(tol[1], 1e-7)):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=32)
+def _emulated(seed: int, world_size: int, param: torch.dtype | None, reduce: torch.dtype) -> dict[str, Any]:
+    inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY}
+    return DRIVER.emulate(inputs, world_size, param_dtype=param, reduce_dtype=reduce)
+
+
+def _bfloat16_values(grads: Any) -> bool:
+    """Every gradient element is a bfloat16 number: what a reduction in bfloat16 leaves."""
+    if not isinstance(grads, dict) or not grads:
+        return False
+    tensors = [t for t in grads.values() if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    return bool(tensors) and all(torch.equal(t.float(), t.to(torch.bfloat16).float()) for t in tensors)
+
+
+def _diagnosis(g: Any, case: Case, rank: int, key: str) -> str:
+    got = result(g, case_index(g, case), rank)
+    tree = got.get(key) if isinstance(got, dict) else None
+    if not isinstance(tree, dict):
+        return ""
+    if _bfloat16_values(got.get("grads")) and all(
+        isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in got["grads"].values()
+    ):
+        return (
+            " Every averaged gradient is a bfloat16 number: the ranks' gradients were reduced in bfloat16."
+            " Set reduce_dtype=torch.float32 (without it, FSDP reduces in param_dtype)."
+        )
+    seed = int(case.inputs[rank]["seed"])
+    for (param, reduce), what in WRONG.items():
+        if _matches(tree, _emulated(seed, g.world_size, param, reduce)[key], (1e-5, 1e-7)):
+            return f" These are the numbers of {what}."
+    compute = _compute_dtype(g, rank)
+    if compute in ("torch.float16", "torch.float32"):
+        return (
+            f" The Linear layers computed in {compute.removeprefix('torch.')} (see the forward check):"
+            " the policy asks for param_dtype=torch.bfloat16."
+        )
+    fp32 = _emulated(seed, g.world_size, None, torch.float32)
+    dist = max(float((fp32[key][n] - case.expected[rank][key][n]).abs().max()) for n in fp32[key])
+    return (
+        " Mixed precision changes the numbers on purpose: the target is bfloat16 forward and backward,"
+        f" float32 gradient averaging and float32 AdamW (full float32 training differs from it by {dist:.2g})."
+    )
+
+
+def _compute_dtype(g: Any, rank: int) -> str | None:
+    """The dtype the Linear layers computed in, as this rank's measured step saw it."""
+    for i, case in enumerate(g.cases):
+        if case.driver == "step":
+            got = result(g, i, rank)
+            dtypes = got.get("dtypes") if isinstance(got, dict) else None
+            return dtypes.get("compute_dtype") if isinstance(dtypes, dict) else None
+    return None
+
+
+def case_index(g: Any, case: Case) -> int:
+    return next(i for i, c in enumerate(g.cases) if c is case)
+
+
+def _judge(facts: Facts, check: str, key: str) -> Outcome:
+    return training.judge(
+        facts, check, lambda g, i, case, r: _diagnosis(g, case, r, key), success="the emulated mixed-precision run"
+    )
+
+
+def gradients(facts: Facts) -> Outcome:
+    return _judge(facts, "gradients", "grads")
+
+
+def parameters(facts: Facts) -> Outcome:
+    return _judge(facts, "parameters", "params")
+
+
+def _forward_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    got = result(g, i, rank)
+    dtypes = got.get("dtypes") if isinstance(got, dict) else None
+    if not isinstance(dtypes, dict):
+        return ""
+    compute = dtypes.get("compute_dtype")
+    if compute == "torch.float32":
+        return (
+            " The Linear layers computed in float32: give every fully_shard call"
+            " mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)."
+        )
+    if compute == "torch.float16":
+        return " The Linear layers computed in float16: the policy asks for param_dtype=torch.bfloat16."
+    if dtypes.get("master_dtype") != "torch.float32":
+        return (
+            " The sharded parameters (the master weights the optimizer updates) must stay float32:"
+            " let the policy cast them for the forward, do not cast the model."
+        )
+    return " The first step's loss must be the bfloat16 forward's, computed from the same bfloat16 weights."
+
+
+MIXED = (
+    " A unit without the policy received bfloat16 activations from one with it (or the other way round):"
+    " pass the same mp_policy to every fully_shard call, the blocks' and the root's."
+)
+
+
+def forward(facts: Facts) -> Outcome:
+    outcome = training.judge(facts, "forward", _forward_hint, success="the emulated bfloat16 forward")
+    if not outcome.passed and "must have the same dtype" in outcome.message:
+        outcome.message += MIXED
+    return outcome
+
+
+def communication(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    data: dict[str, Any] = {}
+    good = total = 0
+    for g in facts.groups:
+        for i, case in enumerate(g.cases):
+            if not case.measure:
+                continue
+            total += 1
+            n = g.world_size
+            wire = g.wire.get(i)
+            if wire is None or not training.finished(g, i):
+                problems.append(f"world size {n}: the step did not finish, so its bytes say nothing")
+                continue
+            gather, reduce = expected_bytes(case.inputs[0], n)
+            theory = gather + reduce
+            sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+            data[f"world_size_{n}"] = {
+                "all_gather_bf16_bytes_per_rank": round(gather),
+                "reduce_scatter_fp32_bytes_per_rank": round(reduce),
+                "measured_bytes_per_rank": sent,
+                "ratio": [round(s / theory, 4) for s in sent],
+            }
+            over = [(r, s) for r, s in enumerate(sent) if s > HIGH * theory + FRAMING]
+            under = [(r, s) for r, s in enumerate(sent) if s < LOW * theory]
+            parts = (
+                f"all-gathering bfloat16 parameters ({round(gather):,} bytes per rank) and reduce-scattering"
+                f" float32 gradients ({round(reduce):,}) sends {round(theory):,}"
+            )
+            if over:
+                r, s = over[0]
+                problems.append(
+                    f"world size {n}: rank {r} sent {s:,} bytes in one step, {s / theory:.3g} times what"
+                    f" {parts}. {_likely(s, case.inputs[0], n)}"
+                )
+            elif under:
+                r, s = under[0]
+                problems.append(
+                    f"world size {n}: rank {r} sent only {s:,} bytes in one step, {s / theory:.3g} of what"
+                    f" {parts}. {_likely(s, case.inputs[0], n)}"
+                )
+            else:
+                good += 1
+    if not total:
+        return Outcome(False, "no measured step was run", data, fraction=0.0)
+    if problems:
+        message = "; ".join(problems[:2]) + "."
+        return Outcome(False, message, data, fraction=good / total)
+    return Outcome(
+        True, "each rank gathered bfloat16 parameters and reduced float32 gradients: the expected bytes", data
+    )
+
+
+def _likely(sent: float, inputs: dict[str, Any], world_size: int) -> str:
+    """The mistake whose byte count is nearest to what was sent."""
+    gather, reduce = expected_bytes(inputs, world_size)
+    root_only = expected_bytes(inputs, world_size, blocks_are_units=False)[0]
+    mistakes = {
+        "Parameters gathered in float32 send twice the all-gather bytes: set param_dtype=torch.bfloat16": (
+            2 * gather + reduce
+        ),
+        "Gradients reduced in bfloat16 send half the reduce-scatter bytes: set reduce_dtype=torch.float32": (
+            gather + reduce / 2
+        ),
+        "Without a unit per block, the root gathers everything once and never again for the backward:"
+        " fully_shard every block before the root": root_only + reduce,
+    }
+    return min(mistakes, key=lambda m: abs(mistakes[m] - sent))
+
+
+def expected_bytes(inputs: dict[str, Any], world_size: int, *, blocks_are_units: bool = True) -> tuple[float, float]:
+    """Per rank, one step: (all-gather bytes of bfloat16 parameters, reduce-scatter bytes of float32 gradients).
+
+    The root unit (embed, norm, head) is gathered once; each block again for its backward. gloo's
+    reduce-scatter sends as much as an all-reduce: 2(N-1)/N of the gradients.
+    """
+    model = DRIVER.build_model(0, inputs["dims"])
+    elements = {name: p.numel() for name, p in model.named_parameters()}
+    blocks = sum(v for k, v in elements.items() if k.startswith("blocks."))
+    root = sum(elements.values()) - blocks
+    n = world_size
+    gather = (n - 1) / n * (root + (2 if blocks_are_units else 1) * blocks) * 2
+    reduce = 2 * (n - 1) / n * sum(elements.values()) * 4
+    return gather, reduce
+
+
+RULES = {"forward": forward, "gradients": gradients, "parameters": parameters, "communication": communication}

@@ -1,0 +1,257 @@
+"""Public driver for fsdp-mixed-precision: what every rank runs around your ``wrap(model)``.
+
+Not secret: read it to see exactly what the grader does. Each rank builds the same float32
+model from the seed it is given (``build_model``), calls your ``wrap(model)`` and then:
+
+- ``step`` (the bytes on the wire are counted): one training step on this rank's shard of the
+  global batch: forward, the mean squared error computed in float32 (``out.float()``),
+  backward, and ``torch.optim.AdamW`` (float32) on this rank's shards of the parameters.
+  Returns the loss, the dtype the Linear layers computed in, the dtype of the output and of the
+  sharded parameters and gradients.
+- ``finish``: the remaining steps, then the first step's gradients and the final parameters,
+  gathered in full.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class Block(nn.Module):
+    """A residual block: ``x + down(tanh(up(x)))``."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.up = nn.Linear(width, width)
+        self.down = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(torch.tanh(self.up(x)))
+
+
+class Net(nn.Module):
+    """``embed`` (Linear), ``blocks`` (a ModuleList of Block), ``norm`` (LayerNorm), ``head`` (Linear)."""
+
+    def __init__(self, width: int, blocks: int) -> None:
+        super().__init__()
+        self.embed = nn.Linear(width, width)
+        self.blocks = nn.ModuleList([Block(width) for _ in range(blocks)])
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def build_model(seed: int, dims: dict[str, int], dtype: torch.dtype = torch.float32) -> Net:
+    """The ``Net`` with every parameter drawn from ``seed`` in float32 (the same on every rank), in ``dtype``."""
+    gen = torch.Generator().manual_seed(seed)
+    model = Net(dims["width"], dims["blocks"])
+    bound = dims["width"] ** -0.5
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.startswith("norm."):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_((torch.rand(p.shape, generator=gen) * 2 - 1) * bound)
+    return model.to(dtype)
+
+
+def make_batch(seed: int, dims: dict[str, int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float32 global batch ``(x, y)`` drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, dims["width"], generator=gen)
+    y = torch.randn(batch, dims["width"], generator=gen)
+    return x, y
+
+
+def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
+    """Rank ``rank``'s equal, contiguous slice of the global batch."""
+    per = t.shape[0] // world_size
+    return t[rank * per : (rank + 1) * per]
+
+
+def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean squared error in float32, whatever dtype the model's output has."""
+    return ((out.float() - y) ** 2).mean()
+
+
+def build_optimizer(params: list[torch.Tensor], inputs: dict[str, Any]) -> torch.optim.Optimizer:
+    """``torch.optim.AdamW`` on float32 tensors, the same on every rank and in the reference."""
+    return torch.optim.AdamW(params, lr=float(inputs["lr"]), weight_decay=float(inputs["weight_decay"]), foreach=False)
+
+
+def _is_dtensor(p: torch.Tensor) -> bool:
+    from torch.distributed.tensor import DTensor
+
+    return isinstance(p, DTensor)
+
+
+def local(p: torch.Tensor) -> torch.Tensor:
+    """This rank's own piece of a parameter or gradient: a ``DTensor``'s local shard, else the tensor itself.
+
+    The optimizer updates the local shards in place (AdamW works element by element); running it
+    on the ``DTensor`` parameters gives the same numbers but costs most of a second per new process.
+    """
+    return p.to_local() if _is_dtensor(p) else p
+
+
+def _piece(t: torch.Tensor) -> tuple[torch.Tensor, torch.Size | None]:
+    """(this rank's rows, the full shape) of a DTensor sharded by rows over every rank; else (a copy, None)."""
+    from torch.distributed.tensor import Shard
+
+    if _is_dtensor(t):
+        if tuple(t.placements) == (Shard(0),) and t.device_mesh.size() == dist.get_world_size() and t.dim():
+            return t.to_local().detach().clone(), t.shape
+        return t.full_tensor().detach().clone(), None
+    return t.detach().clone(), None
+
+
+def _gather_full(pieces: dict[str, tuple[torch.Tensor, torch.Size | None]]) -> dict[str, torch.Tensor]:
+    """Every tensor in full: the row shards all in one all-gather (each dtype apart), the rest as they are."""
+    world_size = dist.get_world_size()
+    out = {n: t for n, (t, shape) in pieces.items() if shape is None}
+    for dtype in sorted({t.dtype for t, shape in pieces.values() if shape is not None}, key=str):
+        sharded = {n: (t, s) for n, (t, s) in pieces.items() if s is not None and t.dtype == dtype}
+        flat = []
+        for t, shape in sharded.values():
+            padded = t.new_zeros((-(-shape[0] // world_size), *shape[1:]))
+            padded[: t.shape[0]] = t
+            flat.append(padded.reshape(-1))
+        mine = torch.cat(flat)
+        gathered = mine.new_empty(world_size * mine.numel())
+        dist.all_gather_single(gathered, mine)
+        per_rank = gathered.view(world_size, -1)
+        offset = 0
+        for (n, (_, shape)), piece in zip(sharded.items(), flat, strict=True):
+            rows = -(-shape[0] // world_size)
+            whole = per_rank[:, offset : offset + piece.numel()].reshape(world_size * rows, *shape[1:])
+            out[n] = whole[: shape[0]].clone()
+            offset += piece.numel()
+    return {n: out[n] for n in pieces}
+
+
+class _Run:
+    """One rank's training, kept from ``step`` to ``finish``."""
+
+    def __init__(self, submission: Any, inputs: dict[str, Any]) -> None:
+        model = build_model(int(inputs["seed"]), inputs["dims"])
+        out = submission.wrap(model)
+        self.model: nn.Module = model if out is None else out
+        self.inputs = inputs
+        self.named = list(self.model.named_parameters())
+        with torch.no_grad():
+            self.shards = [local(p) for _, p in self.named]
+        self.optimizer = build_optimizer(self.shards, inputs)
+        self.first: dict[str, tuple[torch.Tensor, torch.Size | None]] = {}
+        self.losses: list[torch.Tensor] = []
+        self.steps = 0
+
+    def step(self) -> dict[str, Any]:
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        seen: dict[str, str] = {}
+
+        def record(module: nn.Module, args: Any, output: Any) -> None:
+            seen.setdefault("compute_dtype", str(output.dtype))
+
+        hook = self.model.get_submodule("blocks.0.up").register_forward_hook(record)
+        x, y = make_batch(int(self.inputs["seed"]) + 1 + self.steps, self.inputs["dims"], int(self.inputs["batch"]))
+        for _, p in self.named:
+            p.grad = None
+        out = self.model(shard(x, rank, world_size))
+        hook.remove()
+        loss = loss_fn(out, shard(y, rank, world_size))
+        loss.backward()
+        info = {"output_dtype": str(out.dtype), **seen}
+        for (name, p), piece in zip(self.named, self.shards, strict=True):
+            grad = p.grad
+            piece.grad = None if grad is None else local(grad)
+            if self.steps == 0:
+                info.setdefault("grad_dtype", str(grad.dtype) if grad is not None else "None")
+                info.setdefault("master_dtype", str(p.dtype))
+                missing = (torch.full(p.shape, torch.nan), None)
+                self.first[f"grads/{name}"] = _piece(grad) if grad is not None else missing
+        self.optimizer.step()
+        self.losses.append(loss.detach().float().clone())
+        self.steps += 1
+        return info
+
+
+_RUNS: dict[str, _Run] = {}
+
+
+def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Wrap, then one training step; its bytes are counted. The loss and the dtypes seen."""
+    _RUNS.pop(str(inputs["key"]), None)
+    run = _Run(submission, inputs)
+    info = run.step()
+    _RUNS[str(inputs["key"])] = run
+    return {"loss": run.losses[0], "dtypes": info}
+
+
+def finish(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The remaining steps, then ``grads`` (the first step's, float32, in full) and ``params`` (in full)."""
+    run = _RUNS.pop(str(inputs["key"]), None)
+    if run is None or run.steps == 0:
+        # No collective after a failure: the ranks may have stopped at different points.
+        raise RuntimeError("the first training step failed (the forward check says why), so training stopped")
+    while run.steps < int(inputs["steps"]):
+        run.step()
+    full = _gather_full(run.first | {f"params/{name}": _piece(p) for name, p in run.named})
+    return {
+        "grads": {name: full[f"grads/{name}"] for name, _ in run.named},
+        "params": {name: full[f"params/{name}"] for name, _ in run.named},
+        "losses": torch.stack(run.losses),
+    }
+
+
+def emulate(
+    inputs: dict[str, Any],
+    world_size: int,
+    param_dtype: torch.dtype | None = torch.bfloat16,
+    reduce_dtype: torch.dtype = torch.float32,
+) -> dict[str, Any]:
+    """Mixed precision by hand on one process: what ``step`` and ``finish`` must return.
+
+    Each step: float32 master weights; for every rank r, a copy in ``param_dtype`` runs the
+    forward (input cast to ``param_dtype``) and backward on r's shard; each gradient is cast to
+    ``reduce_dtype``, the ranks' gradients are summed in rank order and divided by N, and AdamW
+    updates the float32 master weights. ``param_dtype=None``: plain float32 training.
+    """
+    low = param_dtype or torch.float32
+    master = build_model(int(inputs["seed"]), inputs["dims"])
+    params = list(master.parameters())
+    optimizer = build_optimizer(params, inputs)
+    grads: dict[str, torch.Tensor] = {}
+    losses: list[list[torch.Tensor]] = [[] for _ in range(world_size)]
+    for step_ in range(int(inputs["steps"])):
+        x, y = make_batch(int(inputs["seed"]) + 1 + step_, inputs["dims"], int(inputs["batch"]))
+        total: list[torch.Tensor] = []
+        for r in range(world_size):
+            copy = build_model(int(inputs["seed"]), inputs["dims"], low)
+            with torch.no_grad():
+                for c, p in zip(copy.parameters(), params, strict=True):
+                    c.copy_(p.to(low))
+            loss = loss_fn(copy(shard(x, r, world_size).to(low)), shard(y, r, world_size))
+            loss.backward()
+            losses[r].append(loss.detach())
+            mine = [c.grad.to(reduce_dtype) for c in copy.parameters()]
+            total = mine if not total else [t + g for t, g in zip(total, mine, strict=True)]
+        with torch.no_grad():
+            for p, g in zip(params, total, strict=True):
+                p.grad = (g / world_size).to(torch.float32)
+        if step_ == 0:
+            grads = {name: p.grad.clone() for name, p in master.named_parameters()}
+        optimizer.step()
+    return {
+        "grads": grads,
+        "params": {name: p.detach().clone() for name, p in master.named_parameters()},
+        "losses": [torch.stack(rank_losses) for rank_losses in losses],
+    }

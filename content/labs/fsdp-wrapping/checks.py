@@ -1,0 +1,407 @@
+"""Trusted checks for fsdp-wrapping: per-submission inputs, the single-process reference, the rules.
+
+Never mounted into the sandbox. Training is compared with ``driver.reference`` (one process,
+the whole global batch, the same AdamW), run here on this lab's own copy of the public driver.
+What each strategy must look like (its FSDP units, its peak of unsharded parameter bytes and
+the bytes its all-gathers put on the wire) follows from the model's parameter sizes alone:
+``expected_probe`` and ``gathered_bytes`` compute it here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from labs import training
+from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.public import load_public
+
+STRATEGIES = ("per-layer", "per-block", "whole-model")
+DIMS = {"width": 120, "blocks": 2}  # 6 Linear layers of 120 x 120 + a LayerNorm: 698,880 float64 bytes
+BATCH = 24  # the global batch: equal shards on 2, 3 and 4 ranks
+STEPS = 1  # one step: the gradients are compared too (AdamW's first step alone hides their scale)
+LR, WEIGHT_DECAY = 1e-2, 0.01
+TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64; the ranks' sums run in another order (~1e-14 after AdamW)
+# Bounds on the bytes a rank sends in the probe (one forward and backward, no reduce-scatter), as
+# multiples of (N-1)/N of the bytes its all-gathers must bring in. Measured: 1.000-1.001 plus
+# gloo's framing; whole-model gathers 0.58 and per-block 0.83 of what per-layer gathers.
+HIGH, LOW = 1.05, 0.95
+FRAMING = 8192  # bytes per rank on top, for gloo's framing of up to 13 all-gathers
+ROOT = "(root)"
+DRIVER = load_public(__file__, "driver")
+
+
+def _nbytes(p: torch.Tensor) -> int:
+    return p.numel() * p.element_size()
+
+
+def unit_parameters(model: nn.Module, strategy: str) -> dict[str, list[str]]:
+    """The FSDP units a strategy makes, each with the parameters it holds (the root: all the rest)."""
+    if strategy == "per-layer":
+        inner = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    elif strategy == "per-block":
+        inner = [f"blocks.{i}" for i in range(len(model.blocks))]
+    else:
+        inner = []
+    units: dict[str, list[str]] = {ROOT: []}
+    for name in inner:
+        units[name] = []
+    for pname, _ in model.named_parameters():
+        owner = next((u for u in inner if pname.startswith(u + ".")), ROOT)
+        units[owner].append(pname)
+    return units
+
+
+def unit_bytes(model: nn.Module, strategy: str) -> dict[str, int]:
+    params = dict(model.named_parameters())
+    return {u: sum(_nbytes(params[p]) for p in names) for u, names in unit_parameters(model, strategy).items()}
+
+
+def peak_bytes(model: nn.Module, strategy: str) -> int:
+    """The root unit stays unsharded from the forward to the end of the backward; each inner unit is
+    unsharded only while it runs (forward) or while its gradients are computed (backward)."""
+    sizes = unit_bytes(model, strategy)
+    inner = [b for u, b in sizes.items() if u != ROOT]
+    return sizes[ROOT] + max(inner, default=0)
+
+
+def gathered_bytes(model: nn.Module, strategy: str) -> int:
+    """Bytes all-gathered (the full size of each unit) in one forward and backward.
+
+    The root is gathered once (it is not resharded after the forward); every inner unit is
+    resharded after its forward and gathered again for its backward.
+    """
+    sizes = unit_bytes(model, strategy)
+    return sizes[ROOT] + 2 * sum(b for u, b in sizes.items() if u != ROOT)
+
+
+def expected_probe(model: nn.Module, strategy: str, world_size: int) -> dict[str, Any]:
+    sharding = {
+        name: {"sharded": True, "placements": "Shard(0)", "local_rows": p.shape[0] // world_size}
+        for name, p in model.named_parameters()
+    }
+    return {
+        "units": sorted(unit_parameters(model, strategy)),
+        "sharding": sharding,
+        "peak_bytes": peak_bytes(model, strategy),
+    }
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    base = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY}
+    trained = DRIVER.reference(base)
+    model = DRIVER.build_model(seed, DIMS)
+    out = []
+    for strategy in STRATEGIES:
+        inputs = [{**base, "strategy": strategy} for _ in range(world_size)]
+        out.append(
+            Case(
+                check="training",
+                fn="wrap",
+                driver="train",
+                label=f"{strategy}: gradients and one AdamW step on a global batch of {BATCH}",
+                inputs=inputs,
+                expected=[trained for _ in range(world_size)],
+                parts={"training": ["grads", "params"]},
+                tolerance={"grads": TOLERANCE, "params": TOLERANCE},
+            )
+        )
+        out.append(
+            Case(
+                check="units",
+                fn="wrap",
+                driver="probe",
+                label=f"{strategy}: one forward and backward without reduce-scatter",
+                inputs=[dict(i) for i in inputs],
+                expected=[expected_probe(model, strategy, world_size) for _ in range(world_size)],
+                measure=True,
+            )
+        )
+    return out
+
+
+# --- the rules -------------------------------------------------------------------------------
+
+
+def _probes(facts: Facts) -> list[tuple[Any, int, Case, str]]:
+    return [
+        (g, i, c, c.inputs[0]["strategy"]) for g in facts.groups for i, c in enumerate(g.cases) if c.driver == "probe"
+    ]
+
+
+def _list(names: list[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def _units_problem(got: Any, want: dict[str, Any], strategy: str) -> str | None:
+    units = got.get("units") if isinstance(got, dict) else None
+    sharding = got.get("sharding") if isinstance(got, dict) else None
+    if not isinstance(units, list) or not isinstance(sharding, dict):
+        return "the probe returned no units"
+    if units != want["units"]:
+        missing = [u for u in want["units"] if u not in units]
+        extra = [u for u in units if u not in want["units"]]
+        why = f"the FSDP units are [{_list(units)}], expected [{_list(want['units'])}]"
+        if missing:
+            why += f"; missing: {_list(missing)}"
+        if extra:
+            why += f"; not expected: {_list(extra)}"
+        if ROOT in missing:
+            why += ". Call fully_shard(model) last: the root unit holds every parameter no inner unit took"
+        elif strategy == "whole-model" and extra:
+            why += ". Whole-model wrapping is one fully_shard(model) and nothing else"
+        elif strategy == "per-layer" and missing:
+            why += ". Per-layer wrapping calls fully_shard on every nn.Linear (embed, head and both in every block)"
+        elif strategy == "per-block" and (missing or extra):
+            why += ". Per-block wrapping calls fully_shard on each element of model.blocks, not on its layers"
+        return why
+    for name, info in want["sharding"].items():
+        mine = sharding.get(name)
+        if not isinstance(mine, dict) or not mine.get("sharded"):
+            return (
+                f"{name} is a plain tensor on this rank, not a DTensor shard: no FSDP unit holds it, so it is"
+                " neither sharded nor are its gradients averaged. Call fully_shard(model) after the inner units"
+            )
+        if mine.get("placements") != info["placements"] or mine.get("local_rows") != info["local_rows"]:
+            return (
+                f"{name} is sharded as [{mine.get('placements')}] with {mine.get('local_rows')} local rows, expected"
+                f" [{info['placements']}] with {info['local_rows']}: use fully_shard's default sharding over every rank"
+            )
+    return None
+
+
+def _wrap_order_advice(facts: Facts, problems: list[str]) -> str:
+    """When only the strategies with inner units failed to run, the likely cause is the wrapping order."""
+    broken = {s for g, i, _, s in _probes(facts) for r in range(g.world_size) if result(g, i, r) is None}
+    if broken and "whole-model" not in broken and problems:
+        return (
+            " Only the strategies with inner units failed: FSDP2 wraps from the inside out, so call fully_shard on"
+            " the inner units first and on the root last."
+        )
+    return ""
+
+
+def units_rule(facts: Facts) -> Outcome:
+    problems: list[str] = []
+    good = total = 0
+    for g, i, case, strategy in _probes(facts):
+        total += 1
+        why = None
+        for r in range(g.world_size):
+            got = result(g, i, r)
+            why = case_failure(g, i, r, part=None) if got is None else _units_problem(got, case.expected[r], strategy)
+            if why:
+                problems.append(f"{strategy}, world size {g.world_size}, rank {r}: {why}")
+                break
+        good += why is None
+    if not total:
+        return Outcome(False, "no cases were run for this check", fraction=0.0)
+    if problems:
+        message = _first(problems, good, total) + _wrap_order_advice(facts, problems)
+        return Outcome(False, message, {"problems": problems}, fraction=good / total)
+    return Outcome(True, "every strategy made the expected FSDP units and sharded every parameter over the ranks")
+
+
+def _first(problems: list[str], good: int, total: int) -> str:
+    more = f" ({len(problems) - 1} more like it)" if len(problems) > 1 else ""
+    return f"{problems[0]}{more} [{good} of {total} right]."
+
+
+def _table(facts: Facts) -> tuple[list[dict[str, Any]], str]:
+    """Per world size and strategy: units, peak unsharded bytes and all-gather bytes, measured and expected."""
+    rows: list[dict[str, Any]] = []
+    for g, i, case, strategy in _probes(facts):
+        n = g.world_size
+        model = DRIVER.build_model(0, case.inputs[0]["dims"])
+        got = result(g, i, 0)
+        wire = g.wire.get(i)
+        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)] if wire else None
+        rows.append(
+            {
+                "world_size": n,
+                "strategy": strategy,
+                "units": len(case.expected[0]["units"]),
+                "peak_bytes": got.get("peak_bytes") if isinstance(got, dict) else None,
+                "expected_peak_bytes": case.expected[0]["peak_bytes"],
+                "all_gather_bytes_per_rank": max(sent) if sent else None,
+                "expected_all_gather_bytes_per_rank": round((n - 1) * gathered_bytes(model, strategy) / n),
+            }
+        )
+    text = []
+    for n in sorted({row["world_size"] for row in rows}):
+        cells = []
+        for row in (r for r in rows if r["world_size"] == n):
+            peak = "-" if row["peak_bytes"] is None else f"{row['peak_bytes']:,}"
+            ag = "-" if row["all_gather_bytes_per_rank"] is None else f"{row['all_gather_bytes_per_rank']:,}"
+            want_peak, want_ag = row["expected_peak_bytes"], row["expected_all_gather_bytes_per_rank"]
+            cells.append(
+                f"{row['strategy']}: peak {peak} B (expected {want_peak:,}), all-gather {ag} B per rank"
+                f" (expected {want_ag:,})"
+            )
+        text.append(f"world size {n}: " + "; ".join(cells))
+    return rows, " | ".join(text)
+
+
+def _chart(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not rows:
+        return None
+    n = max(row["world_size"] for row in rows)
+    mine = [r for r in rows if r["world_size"] == n]
+    series = [
+        {"name": "peak unsharded parameters (KiB)", "key": "peak_bytes"},
+        {"name": f"all-gather bytes per rank, {n} ranks (KiB)", "key": "all_gather_bytes_per_rank"},
+        {"name": "expected peak (KiB)", "key": "expected_peak_bytes"},
+        {"name": "expected all-gather (KiB)", "key": "expected_all_gather_bytes_per_rank"},
+    ]
+    out = []
+    for s in series:
+        points = [[k + 1, round(r[s["key"]] / 1024, 1)] for k, r in enumerate(mine) if r[s["key"]] is not None]
+        if points:
+            out.append({"name": s["name"], "points": points})
+    return {
+        "title": "Memory against communication: " + ", ".join(f"{k + 1} = {r['strategy']}" for k, r in enumerate(mine)),
+        "x_label": "strategy",
+        "y_label": "KiB",
+        "series": out,
+    }
+
+
+def peak_memory(facts: Facts) -> Outcome:
+    rows, table = _table(facts)
+    problems: list[str] = []
+    good = total = 0
+    for g, i, case, strategy in _probes(facts):
+        total += 1
+        want = case.expected[0]["peak_bytes"]
+        why = None
+        for r in range(g.world_size):
+            got = result(g, i, r)
+            peak = got.get("peak_bytes") if isinstance(got, dict) else None
+            if not isinstance(peak, int):
+                why = f"rank {r} measured nothing ({case_failure(g, i, r, part=None) or 'no peak_bytes'})"
+            elif peak != want:
+                why = f"rank {r} held {peak:,} bytes of unsharded parameters at once, expected {want:,}" + _peak_advice(
+                    strategy, peak, want, case
+                )
+            if why:
+                break
+        if why:
+            problems.append(f"{strategy}, world size {g.world_size}: {why}")
+        else:
+            good += 1
+    data: dict[str, Any] = {"table": rows}
+    chart = _chart(rows)
+    if chart:
+        data["chart"] = chart
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if problems:
+        return Outcome(False, f"{_first(problems, good, total)} Measured: {table}", data, fraction=good / total)
+    return Outcome(True, f"each strategy's peak of unsharded parameter bytes is as expected. {table}", data)
+
+
+def _peak_advice(strategy: str, peak: int, want: int, case: Case) -> str:
+    total = sum(_nbytes(p) for p in DRIVER.build_model(0, case.inputs[0]["dims"]).parameters())
+    if strategy != "whole-model" and peak >= total:
+        return (
+            f" (every parameter, {total:,} bytes): the inner units were never resharded after their forward"
+            " (keep reshard_after_forward=True, fully_shard's default, for them) or no unit holds them alone"
+        )
+    if peak > want:
+        return ": more parameters were whole at once than this strategy's units need"
+    return ": fewer parameters were whole than this strategy's units need; wrap exactly the units it names"
+
+
+def all_gather(facts: Facts) -> Outcome:
+    rows, table = _table(facts)
+    problems: list[str] = []
+    good = total = 0
+    values_wrong = False
+    for g, i, case, strategy in _probes(facts):
+        total += 1
+        n = g.world_size
+        wire = g.wire.get(i)
+        if wire is None:
+            problems.append(f"{strategy}, world size {n}: the probe did not finish, so its bytes were not counted")
+            continue
+        model = DRIVER.build_model(0, case.inputs[0]["dims"])
+        gathered = gathered_bytes(model, strategy)
+        theory = (n - 1) * gathered / n
+        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        high, low = HIGH * theory + FRAMING, LOW * theory
+        over = [(r, s) for r, s in enumerate(sent) if s > high]
+        under = [(r, s) for r, s in enumerate(sent) if s < low]
+        one = f"gathering {gathered:,} bytes of parameters sends (N-1)/N x that = {round(theory):,} bytes per rank"
+        if over:
+            r, s = over[0]
+            problems.append(
+                f"{strategy}, world size {n}: rank {r} sent {s:,} bytes, {s / theory:.3g} times what it should:"
+                f" {one}. {_gather_advice(strategy, s, theory)}"
+            )
+        elif under:
+            r, s = under[0]
+            problems.append(
+                f"{strategy}, world size {n}: rank {r} sent only {s:,} bytes, {s / theory:.3g} of what it should:"
+                f" {one}. {_gather_advice(strategy, s, theory)}"
+            )
+        else:
+            good += 1
+        values_wrong = values_wrong or any(
+            case_failure(g, j, r, part="training")
+            for j, c in enumerate(g.cases)
+            if c.driver == "train"
+            for r in range(n)
+        )
+    data = {"table": rows}
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if problems:
+        return Outcome(False, f"{_first(problems, good, total)} Measured: {table}", data, fraction=good / total)
+    note = " (the bytes are right; training is judged by its own check)" if values_wrong else ""
+    return Outcome(True, f"each strategy's all-gathers sent the expected bytes{note}. {table}", data)
+
+
+def _gather_advice(strategy: str, sent: float, theory: float) -> str:
+    if strategy == "whole-model":
+        return (
+            "Whole-model wrapping gathers every parameter once, in the forward, and keeps them for the backward:"
+            " one fully_shard(model)"
+        )
+    if sent < theory:
+        return (
+            "The inner units must be resharded after their forward and gathered again for their backward"
+            " (reshard_after_forward=True, the default), and each must be a unit of its own"
+        )
+    return "More was gathered than this strategy's units need: wrap exactly the units it names, each once"
+
+
+def _unsharded(g: Any, strategy: str, rank: int) -> list[str]:
+    """The parameters this rank's probe of ``strategy`` saw as plain tensors right after wrap."""
+    for i, case in enumerate(g.cases):
+        if case.driver == "probe" and case.inputs[0]["strategy"] == strategy:
+            got = result(g, i, rank)
+            sharding = got.get("sharding") if isinstance(got, dict) else None
+            if isinstance(sharding, dict):
+                return [n for n, info in sharding.items() if isinstance(info, dict) and not info.get("sharded")]
+    return []
+
+
+def _training_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    plain = _unsharded(g, case.inputs[0]["strategy"], rank)
+    if plain:
+        return (
+            f"{', '.join(plain[:4])} belong to no FSDP unit: they stay whole on every rank and FSDP never averages"
+            " their gradients, so the ranks drift apart. Call fully_shard(model) after the inner units: the root"
+            " unit takes every parameter no inner unit holds."
+        )
+    return "Every strategy must train exactly like one process: wrap with fully_shard and change nothing else."
+
+
+def training_rule(facts: Facts) -> Outcome:
+    return training.judge(facts, "training", _training_hint, success="single-process training")
+
+
+RULES = {"training": training_rule, "units": units_rule, "peak-memory": peak_memory, "all-gather": all_gather}

@@ -1,0 +1,119 @@
+"""fsdp-wrapping, graded for real: the mutants lose exactly the checks they should, a differently
+written correct solution gets full marks, and the expected figures are the statement's.
+
+``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each mutant loses points; this pins
+which, and that the messages say what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from labs import template
+from labs.public import load_public
+
+from .conftest import labs_dir
+
+LAB = "fsdp-wrapping"
+WORLD_SIZES = [2]
+LOSES = {
+    "no_reshard_per_layer": ({"peak-memory", "all-gather"}, "reshard_after_forward=True"),
+    "no_root": ({"training", "units", "peak-memory", "all-gather"}, "Call fully_shard(model) last"),
+    "per_block_wraps_layers": ({"units", "peak-memory"}, "each element of model.blocks, not on its layers"),
+    "per_layer_blocks_only": ({"units", "peak-memory", "all-gather"}, "(embed, head and both in every block)"),
+    "root_first": ({"training", "units", "peak-memory", "all-gather"}, "inner units first and on the root last"),
+    "whole_model_everywhere": ({"units", "peak-memory", "all-gather"}, "gathered again for their backward"),
+}
+
+# Correct, but written differently from solution.py: explicit modules in another order, the
+# default passed explicitly, and fully_shard's own return value returned.
+ALTERNATIVE = """
+from torch.distributed.fsdp import fully_shard
+
+
+def wrap(model, strategy):
+    inner = {
+        "per-layer": [model.head, model.embed]
+        + [getattr(block, name) for block in reversed(model.blocks) for name in ("down", "up")],
+        "per-block": list(model.blocks)[::-1],
+        "whole-model": [],
+    }[strategy]
+    for module in inner:
+        fully_shard(module, reshard_after_forward=True)
+    return fully_shard(model)
+"""
+
+
+@pytest.fixture(scope="module")
+def one_grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+def test_every_mutant_is_listed() -> None:
+    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
+
+
+@pytest.mark.parametrize("mutant", sorted(LOSES))
+def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
+    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
+    assert code.startswith("# "), "a mutant's first line says what is wrong"
+    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
+    lost, advice = LOSES[mutant]
+    assert {c.id for c in v.checks if not c.passed} == lost, v.message
+    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+
+
+def test_alternative_solution_gets_full_marks_with_the_table(one_grader) -> None:
+    v = one_grader.grade(LAB, ALTERNATIVE, world_sizes=[2, 4])
+    assert v.score == v.max_score, [c.message for c in v.checks]
+    peak = next(c for c in v.checks if c.id == "peak-memory")
+    rows = {(r["world_size"], r["strategy"]): r for r in peak.data["table"]}
+    assert set(rows) == {(n, s) for n in (2, 4) for s in ("per-layer", "per-block", "whole-model")}
+    for n in (2, 4):
+        layer, block, whole = (rows[n, s] for s in ("per-layer", "per-block", "whole-model"))
+        # Memory falls and communication grows as the units get smaller.
+        assert layer["peak_bytes"] < block["peak_bytes"] < whole["peak_bytes"]
+        gathers = [r["all_gather_bytes_per_rank"] for r in (layer, block, whole)]
+        assert gathers[0] > gathers[1] > gathers[2]
+        for r in (layer, block, whole):
+            assert 1.0 <= r["all_gather_bytes_per_rank"] / r["expected_all_gather_bytes_per_rank"] < 1.03, r
+    assert "per-layer: peak 118,080 B" in peak.message and "whole-model: peak 698,880 B" in peak.message
+    assert [s["name"] for s in peak.data["chart"]["series"]][:2] == [
+        "peak unsharded parameters (KiB)",
+        "all-gather bytes per rank, 4 ranks (KiB)",
+    ]
+
+
+def test_starter_says_not_implemented(one_grader) -> None:
+    v = one_grader.grade(LAB, (labs_dir() / LAB / "starter.py").read_text(), world_sizes=WORLD_SIZES)
+    messages = " ".join(c.message for c in v.checks)
+    assert v.score == 0 and "NotImplementedError" in messages and "NameError" not in messages
+
+
+def test_expected_figures_are_the_statements() -> None:
+    checks = load_public(labs_dir() / LAB / "checks.py", "checks")
+    model = checks.DRIVER.build_model(0, checks.DIMS)
+    statement = (labs_dir() / LAB / "statement.md").read_text()
+    for strategy, peak, gathered in (
+        ("per-layer", 118_080, 1_395_840),
+        ("per-block", 466_560, 1_163_520),
+        ("whole-model", 698_880, 698_880),
+    ):
+        assert checks.peak_bytes(model, strategy) == peak
+        assert checks.gathered_bytes(model, strategy) == gathered
+        assert f"{peak:,}" in statement and f"{gathered:,}" in statement and f"{gathered // 2:,}" in statement
+    assert checks.unit_parameters(model, "per-layer")["(root)"] == ["norm.weight", "norm.bias"]
+    assert checks.unit_parameters(model, "per-block")["(root)"] == [
+        "embed.weight",
+        "embed.bias",
+        "norm.weight",
+        "norm.bias",
+        "head.weight",
+        "head.bias",
+    ]

@@ -35,6 +35,9 @@ SAMPLE_S = 0.1
 BUSY_CPU_FRACTION = 0.2
 CRASH_GRACE_S = 0.1  # in a phase that expects a crash: how long the other ranks may end on their own
 
+# (when, CPU seconds per uid, CPU seconds used or waited for in the run queue per uid)
+Sample = tuple[float, dict[int, float], dict[int, float]]
+
 
 @dataclass
 class RankState:
@@ -78,12 +81,14 @@ def cpu_by_uid() -> dict[int, float]:
     return usage_by_uid()[0]
 
 
-def usage_by_uid() -> tuple[dict[int, float], dict[int, int]]:
-    """Per uid in this pid namespace: CPU seconds used so far by its live processes, and their tasks
-    (threads included: what RLIMIT_NPROC counts)."""
+def usage_by_uid() -> tuple[dict[int, float], dict[int, int], dict[int, float]]:
+    """Per uid in this pid namespace: CPU seconds used so far by its live processes, their tasks
+    (threads included: what RLIMIT_NPROC counts), and the seconds their main threads spent runnable
+    but waiting for a CPU (a rank starved by a loaded machine is not an idle one)."""
     tick = os.sysconf("SC_CLK_TCK")
     out: dict[int, float] = {}
     count: dict[int, int] = {}
+    queued: dict[int, float] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -100,7 +105,17 @@ def usage_by_uid() -> tuple[dict[int, float], dict[int, int]]:
             continue
         out[uid] = out.get(uid, 0.0) + (int(fields[11]) + int(fields[12])) / tick
         count[uid] = count.get(uid, 0) + threads
-    return out, count
+        queued[uid] = queued.get(uid, 0.0) + run_queue_wait_s(name)
+    return out, count, queued
+
+
+def run_queue_wait_s(pid: str) -> float:
+    """Seconds the process's main thread has spent runnable, waiting for a CPU (0 where unknown)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def pids_of(uids: set[int]) -> set[int]:
@@ -224,7 +239,7 @@ class Zygote:
             sel.register(rs.ctl, selectors.EVENT_READ, (rs, "ctl"))
             sel.register(rs.out, selectors.EVENT_READ, (rs, "out"))
         uids = {rs.uid for rs in ranks}
-        samples: list[tuple[float, dict[int, float]]] = []
+        samples: list[Sample] = []
         last_progress = time.monotonic()
         wire_before: tuple[dict[Any, Any], int] | None = None
         status = "ok"
@@ -249,11 +264,12 @@ class Zygote:
                 break
             # Sampled at most every SAMPLE_S: reading /proc for each message would slow every sync point.
             if not samples or now - samples[-1][0] >= SAMPLE_S:
-                used, counts = usage_by_uid()
+                used, counts, queued = usage_by_uid()
                 cpu = {u: c for u, c in used.items() if u in uids}
+                wanted = {u: c + queued.get(u, 0.0) for u, c in cpu.items()}
                 for rs in ranks:  # a fork bomb shows as a rank at its process limit
                     rs.processes = max(rs.processes, counts.get(rs.uid, 0))
-                samples = [s for s in samples if now - s[0] <= STALL_S + 0.5] + [(now, cpu)]
+                samples = [s for s in samples if now - s[0] <= STALL_S + 0.5] + [(now, cpu, wanted)]
             # A rank that keeps printing is busy even if the pipe, not the CPU, is what holds it up.
             active = self.busy(samples, ranks) or now - self.last_output < 1.0
             if now >= self.deadline:
@@ -362,11 +378,12 @@ class Zygote:
         if room > 0:
             rs.output += data[:room]
 
-    def busy(self, samples: list[tuple[float, dict[int, float]]], ranks: list[RankState]) -> bool:
-        """Whether some unfinished rank used the CPU in the recent window."""
+    def busy(self, samples: list[Sample], ranks: list[RankState]) -> bool:
+        """Whether some unfinished rank used, or waited in the run queue for, the CPU in the recent window:
+        a rank blocked in a collective sleeps, while one starved by a loaded machine is runnable."""
         if len(samples) < 2:
             return True
-        (t0, c0), (t1, c1) = samples[0], samples[-1]
+        (t0, _, c0), (t1, _, c1) = samples[0], samples[-1]
         span = max(t1 - t0, 1e-3)
         return any(
             (c1.get(rs.uid, 0.0) - c0.get(rs.uid, 0.0)) / span > BUSY_CPU_FRACTION for rs in ranks if not rs.ended
@@ -376,7 +393,7 @@ class Zygote:
         self,
         ranks: list[RankState],
         sel: selectors.BaseSelector,
-        samples: list[tuple[float, dict[int, float]]],
+        samples: list[Sample],
         status: str,
         expect_crash: bool = False,
     ) -> list[dict[str, Any]]:

@@ -95,9 +95,7 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
     if not isinstance(tree, dict) or not isinstance(tree.get("grads"), dict):
         return ""
     grads, want = tree["grads"], case.expected[rank]["grads"]
-    missing = [
-        n for n, t in grads.items() if isinstance(t, torch.Tensor) and t.numel() and bool(torch.isnan(t).all())
-    ]
+    missing = [n for n, t in grads.items() if isinstance(t, torch.Tensor) and t.numel() and bool(torch.isnan(t).all())]
     right_output = case_failure(g, i, rank, part="output") is None
     if missing:
         return (

@@ -171,12 +171,13 @@ def run(forward: Any, inputs: dict[str, Any], segments: int) -> dict[str, Any]:
         (y * w).sum().backward()
     PHASE[0] = "forward"
     grads = {"x": x.grad, **{name: p.grad for name, p in params.items()}}
+    like = {"x": x, **params}
     entries = mode.finish({s for g in grads.values() if (s := _storage(g)) is not None})
     calls = list(CALLS)
     return {
         "output": y.detach().clone(),
         "grads": {
-            name: (g.detach().clone() if g is not None else torch.full_like(x if name == "x" else params[name], math.nan))
+            name: g.detach().clone() if g is not None else torch.full_like(like[name], math.nan)
             for name, g in grads.items()
         },
         "kept_bytes": live_at(entries, forward_end),

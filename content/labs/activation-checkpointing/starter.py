@@ -17,14 +17,14 @@ gradient with plain backpropagation, and measures the bytes alive during forward
 """
 
 import torch
-from torch.utils.checkpoint import checkpoint
 
 
 def checkpointed_forward(blocks: torch.nn.ModuleList, x: torch.Tensor, segments: int) -> torch.Tensor:
     size = len(blocks) // segments
     for start in range(0, len(blocks), size):
         segment = blocks[start : start + size]
-        # TODO: run this segment under checkpoint(...) so that only its input is kept for backward.
+        # TODO: run this segment under torch.utils.checkpoint.checkpoint(...) (use_reentrant=False)
+        # so that only its input is kept for backward, instead of every block's activations.
         for block in segment:
             x = block(x)
     return x

@@ -20,7 +20,7 @@ LOSES = {
 
 # Written differently from solution.py: an own autograd Function that saves the segment's input and
 # the random state, and differentiates the recomputed segment with torch.autograd.grad.
-OWN_FUNCTION = '''
+OWN_FUNCTION = """
 import torch
 
 
@@ -57,7 +57,7 @@ def checkpointed_forward(blocks, x, segments):
 
         x = Segment.apply(run, x, *[p for b in part for p in b.parameters()])
     return x
-'''
+"""
 
 # torch's own: the last segment runs without checkpointing (nothing to recompute there).
 SEQUENTIAL = """

@@ -95,11 +95,14 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
     if not isinstance(tree, dict) or not isinstance(tree.get("grads"), dict):
         return ""
     grads, want = tree["grads"], case.expected[rank]["grads"]
-    missing = [n for n, t in grads.items() if isinstance(t, torch.Tensor) and t.numel() and bool(torch.isnan(t).all())]
+    missing = [
+        n for n, t in grads.items() if isinstance(t, torch.Tensor) and not t.any() and n in want and bool(want[n].any())
+    ]
     right_output = case_failure(g, i, rank, part="output") is None
     if missing:
         return (
-            f" {len(missing)} of {len(want)} gradients never arrived (for example {missing[0]}): the graph is cut"
+            f" {len(missing)} of {len(want)} gradients are still all zero (for example {missing[0]!r}):"
+            " no gradient arrived there: the graph is cut"
             " between segments. Do not detach a segment's input (or give it requires_grad anew): pass the tensor"
             " itself to the checkpoint, so the gradient flows back into the previous segment."
         )

@@ -13,8 +13,8 @@ returns the output, every gradient, the bytes still alive when your function ret
 the forward kept for the backward), the peak of live bytes over forward and backward, and the
 order in which the blocks ran. The gradients accumulate into ``.grad`` tensors of zeros made
 before the measurement, so their own bytes (the same with or without checkpointing) are left
-out; the transient gradients of the backward are counted. What it returns is compared, outside your code, with plain
-backpropagation (``reference``) measured the same way.
+out; the transient gradients of the backward are counted. What it returns is compared, outside
+your code, with plain backpropagation (``reference``) measured the same way.
 """
 
 from __future__ import annotations

@@ -1,0 +1,23 @@
+# takes each tile's own max and never rescales the earlier sums to a common maximum
+import math
+
+import torch
+
+
+def tiled_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, tile_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    q = q / math.sqrt(q.shape[-1])
+    rows = q.shape[:-1]
+    m = torch.full(rows, -math.inf, dtype=q.dtype)  # running max of each query's scores
+    ell = torch.zeros(rows, dtype=q.dtype)  # running sum of exp(s - m)
+    acc = torch.zeros_like(q)  # running sum of exp(s - m) v
+    for start in range(0, k.shape[-2], tile_size):
+        s = q @ k[..., start : start + tile_size, :].transpose(-2, -1)
+        m_new = s.amax(-1)  # this tile's max only
+        correction = torch.ones_like(m_new)  # the earlier sums were taken under another max
+        p = torch.exp(s - m_new[..., None])
+        ell = ell * correction + p.sum(-1)
+        acc = acc * correction[..., None] + p @ v[..., start : start + tile_size, :]
+        m = m_new
+    return acc / ell[..., None], m + torch.log(ell)

@@ -1,0 +1,138 @@
+"""activation-checkpointing graded for real: which checks each mutant loses, other correct designs, the chart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from labs import template
+from labs.spec import DEFAULT_CONTENT
+
+LAB = DEFAULT_CONTENT / "activation-checkpointing"
+LOSES = {
+    "detached_inputs": {"gradients", "recompute"},
+    "every_block": {"recompute"},
+    "forgets_rng_state": {"gradients"},
+    "no_checkpointing": {"memory", "recompute"},
+    "segment_size_not_count": {"memory", "recompute"},
+}
+
+# Written differently from solution.py: an own autograd Function that saves the segment's input and
+# the random state, and differentiates the recomputed segment with torch.autograd.grad.
+OWN_FUNCTION = """
+import torch
+
+
+class Segment(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, run, x, *params):
+        ctx.run = run
+        ctx.rng = torch.get_rng_state()
+        ctx.save_for_backward(x, *params)
+        with torch.no_grad():
+            return run(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, *params = ctx.saved_tensors
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(ctx.rng)
+            with torch.enable_grad():
+                h = x.detach().requires_grad_()
+                y = ctx.run(h)
+        grads = torch.autograd.grad(y, [h, *params], grad, allow_unused=True)
+        return (None, *grads)
+
+
+def checkpointed_forward(blocks, x, segments):
+    size = len(blocks) // segments
+    for start in range(0, len(blocks), size):
+        part = list(blocks[start : start + size])
+
+        def run(h, part=part):
+            for block in part:
+                h = block(h)
+            return h
+
+        x = Segment.apply(run, x, *[p for b in part for p in b.parameters()])
+    return x
+"""
+
+# torch's own: the last segment runs without checkpointing (nothing to recompute there).
+SEQUENTIAL = """
+import torch
+from torch.utils.checkpoint import checkpoint_sequential
+
+
+def checkpointed_forward(blocks, x, segments):
+    return checkpoint_sequential(torch.nn.Sequential(*blocks), segments, x, use_reentrant=False)
+"""
+
+# The reentrant variant, one nn.Sequential per segment.
+REENTRANT = """
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+def checkpointed_forward(blocks, x, segments):
+    n = len(blocks) // segments
+    for s in range(segments):
+        x = checkpoint(torch.nn.Sequential(*blocks[s * n : (s + 1) * n]), x, use_reentrant=True)
+    return x
+"""
+
+
+@pytest.fixture(scope="module")
+def ckpt_grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+def test_every_mutant_is_listed_and_says_what_is_wrong() -> None:
+    files = sorted((LAB / "mutants").glob("*.py"))
+    assert {f.stem for f in files} == set(LOSES)
+    assert all(f.read_text().startswith("# ") for f in files)
+
+
+@pytest.mark.parametrize("mutant", sorted(LOSES))
+def test_mutant_loses_exactly_its_checks(ckpt_grader, mutant: str) -> None:
+    verdict = ckpt_grader.grade("activation-checkpointing", (LAB / "mutants" / f"{mutant}.py").read_text())
+    lost = {c.id for c in verdict.checks if c.score < c.points}
+    assert lost == LOSES[mutant], [(c.id, c.score, c.message) for c in verdict.checks]
+    assert all(len(c.message) > 40 for c in verdict.checks if c.id in lost)
+
+
+@pytest.mark.parametrize("code", [OWN_FUNCTION, SEQUENTIAL, REENTRANT], ids=["own-function", "sequential", "reentrant"])
+def test_other_correct_designs_get_full_marks(ckpt_grader, code: str) -> None:
+    verdict = ckpt_grader.grade("activation-checkpointing", code)
+    assert verdict.status == "passed" and verdict.score == verdict.max_score == 10, [
+        (c.id, c.message) for c in verdict.checks
+    ]
+
+
+def test_reference_shows_plain_and_checkpointed_bytes(ckpt_grader) -> None:
+    verdict = ckpt_grader.grade("activation-checkpointing", (LAB / "solution.py").read_text())
+    assert verdict.status == "passed" and verdict.score == verdict.max_score, verdict
+    (memory,) = [c for c in verdict.checks if c.id == "memory"]
+    assert "plain backpropagation" in memory.message and "1/sqrt(12) = 0.29" in memory.message
+    figures = memory.data["figures"]
+    plain = figures["plain_peak_bytes"]
+    # k = 4 (nearest sqrt(12)): about 1/sqrt(L) of plain's peak, keeping only the 4 segment inputs.
+    assert 0.2 < figures["segments_4"]["peak_bytes"] / plain < 0.35
+    assert figures["segments_4"]["kept_bytes"] == 4 * 2 * 16 * 32 * 8
+    chart = memory.data["chart"]
+    assert [s["name"] for s in chart["series"]][:2] == ["plain backprop, peak", "yours, peak"]
+    assert [x for x, _ in chart["series"][1]["points"]] == [2, 3, 4, 6]
+    # More segments keep more inputs but hold a shorter segment at a time: the peak falls here.
+    peaks = [y for _, y in chart["series"][1]["points"]]
+    assert peaks == sorted(peaks, reverse=True)
+
+
+def test_starter_runs_and_loses_the_memory_points(ckpt_grader) -> None:
+    verdict = ckpt_grader.grade("activation-checkpointing", (LAB / "starter.py").read_text())
+    assert verdict.status == "failed", verdict.message
+    assert {c.id for c in verdict.checks if c.score < c.points} == {"memory", "recompute"}

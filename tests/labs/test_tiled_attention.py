@@ -1,0 +1,114 @@
+"""tiled-attention graded for real: which checks each mutant loses, another correct design, the memory figures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from labs import template
+from labs.spec import DEFAULT_CONTENT
+
+LAB = DEFAULT_CONTENT / "tiled-attention"
+EVERY = {"output", "large-logits", "logsumexp", "memory"}
+LOSES = {
+    # The running sum (so lse) is right; the memory counts because lse is.
+    "accumulator_not_rescaled": {"output", "large-logits"},
+    "full_matrix": {"memory"},
+    # Right for the tile sizes that divide N = 1024 (16, 64), wrong for 24 and 100.
+    "last_tile_dropped": EVERY,
+    # Right until a score passes 709.78: only the large-logit cases fail.
+    "naive_exp": {"large-logits", "logsumexp", "memory"},
+    "no_running_max": EVERY,
+    "scale_by_d": EVERY,
+}
+
+# Written differently from solution.py: FlashAttention-2 style blocks of 128 queries as well, einsum,
+# the statement's l_corrected spelled out, and keepdim shapes throughout.
+BLOCKED = """
+import math
+
+import torch
+
+
+def tiled_attention(q, k, v, tile_size):
+    n = k.shape[-2]
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    outs, lses = [], []
+    for qs in range(0, q.shape[-2], 128):
+        qb = q[..., qs : qs + 128, :]
+        m_prev = qb.new_full(qb.shape[:-1] + (1,), float("-inf"))
+        l_prev = qb.new_zeros(qb.shape[:-1] + (1,))
+        o = torch.zeros_like(qb)
+        for ks in range(0, n, tile_size):
+            s_new = torch.einsum("bhid,bhjd->bhij", qb, k[..., ks : ks + tile_size, :]) * scale
+            m_new = torch.maximum(m_prev, s_new.max(dim=-1, keepdim=True).values)
+            l_corrected = l_prev * torch.exp(m_prev - m_new)
+            p = torch.exp(s_new - m_new)
+            l_new = l_corrected + p.sum(dim=-1, keepdim=True)
+            o = o * torch.exp(m_prev - m_new) + torch.einsum("bhij,bhjd->bhid", p, v[..., ks : ks + tile_size, :])
+            m_prev, l_prev = m_new, l_new
+        outs.append(o / l_prev)
+        lses.append((m_prev + l_prev.log()).squeeze(-1))
+    return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1)
+"""
+
+
+@pytest.fixture(scope="module")
+def tiled_grader() -> Iterator[object]:
+    from labs.grader import Grader
+
+    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
+def test_every_mutant_is_listed_and_says_what_is_wrong() -> None:
+    files = sorted((LAB / "mutants").glob("*.py"))
+    assert {f.stem for f in files} == set(LOSES)
+    assert all(f.read_text().startswith("# ") for f in files)
+
+
+@pytest.mark.parametrize("mutant", sorted(LOSES))
+def test_mutant_loses_exactly_its_checks(tiled_grader, mutant: str) -> None:
+    verdict = tiled_grader.grade("tiled-attention", (LAB / "mutants" / f"{mutant}.py").read_text())
+    lost = {c.id for c in verdict.checks if c.score < c.points}
+    assert lost == LOSES[mutant], [(c.id, c.score, c.message) for c in verdict.checks]
+    assert all(len(c.message) > 40 for c in verdict.checks if c.id in lost)
+
+
+def test_hints_name_the_mistake(tiled_grader) -> None:
+    def messages(mutant: str) -> dict[str, str]:
+        verdict = tiled_grader.grade("tiled-attention", (LAB / "mutants" / f"{mutant}.py").read_text())
+        return {c.id: c.message for c in verdict.checks}
+
+    assert "the last tile has only 16 keys" in messages("last_tile_dropped")["output"]
+    assert "overflowed" in messages("naive_exp")["large-logits"]
+    assert "wrong scale" in messages("scale_by_d")["output"]
+    assert "multiply the accumulated output" in messages("accumulator_not_rescaled")["output"]
+    assert "full 1024 x 1024 score matrix" in messages("full_matrix")["memory"]
+
+
+def test_query_blocks_and_einsum_get_full_marks(tiled_grader) -> None:
+    verdict = tiled_grader.grade("tiled-attention", BLOCKED)
+    assert verdict.status == "passed" and verdict.score == verdict.max_score == 10, [
+        (c.id, c.message) for c in verdict.checks
+    ]
+
+
+def test_reference_peak_is_a_fraction_of_the_full_matrix(tiled_grader) -> None:
+    verdict = tiled_grader.grade("tiled-attention", (LAB / "solution.py").read_text())
+    assert verdict.status == "passed" and verdict.score == verdict.max_score, verdict
+    (memory,) = [c for c in verdict.checks if c.id == "memory"]
+    figures = memory.data["figures"]
+    full = figures["full_matrix_bytes"]
+    assert full == 2 * 1024 * 1024 * 8
+    # A tile of 16 keys holds a few (2, 1024, 16) tensors at once; a tile of 100 under half the matrix.
+    assert figures["tile_16_scale_1"]["peak_bytes"] < 0.2 * full
+    assert figures["tile_100_scale_20"]["peak_bytes"] < 0.5 * full
+
+
+def test_starter_runs_and_says_what_to_write(tiled_grader) -> None:
+    verdict = tiled_grader.grade("tiled-attention", (LAB / "starter.py").read_text())
+    assert verdict.score == 0
+    assert "update m, ell and acc" in verdict.checks[0].message

@@ -27,6 +27,7 @@ LOSES = {
     "fresh_optimizer_state_dict": {"optimizer-state", "resumed-step"},
     "model_only": {"optimizer-state", "resumed-step"},
     "own_shard_files": {"parameters", "optimizer-state", "resumed-step"},
+    "rank0_saves_alone": {"sharded-save", "parameters", "optimizer-state", "resumed-step"},
     "rank0_torch_save": {"sharded-save", "parameters", "optimizer-state", "resumed-step"},
 }
 
@@ -101,7 +102,7 @@ def lost_checks(lab: tuple[Any, Any], code: str, shared: Path, monkeypatch: pyte
     lost = set()
     saved = first.results[-1]
     assert all(isinstance(got, dict) for row in first.results[:-1] for got in row), first.results
-    if any(isinstance(got, str) for got in saved) or checks.files_verdict(saved[0]["files"])[1]:
+    if any(isinstance(got, str) for got in saved) or checks.files_verdict(saved[0]["files"], 4)[1]:
         lost.add("sharded-save")
     tol = {key: checks.TOLERANCE for key in PARTS.values()}
     raised = any(isinstance(got, str) for row in second.results[:2] for got in row)
@@ -158,8 +159,10 @@ def test_files_verdict(lab: tuple[Any, Any]) -> None:
     checks, _ = lab
     state = checks.STATE_BYTES
     quarter = {f"__{r}_0.distcp": state // 4 + 40_000 for r in range(4)} | {".metadata": 17_000}
-    assert checks.files_verdict(quarter)[1] is None
-    whole = checks.files_verdict({"checkpoint.pt": state + 8_000})[1]
+    assert checks.files_verdict(quarter, 4)[1] is None
+    whole = checks.files_verdict({"checkpoint.pt": state + 8_000}, 4)[1]
     assert whole and "'checkpoint.pt'" in whole and "gathered" in whole
-    empty = checks.files_verdict({".metadata": 2_000})[1]
+    empty = checks.files_verdict({".metadata": 2_000}, 4)[1]
     assert empty and "less than the model's parameters" in empty
+    alone = checks.files_verdict({"__0_0.distcp": state // 4 + 40_000, ".metadata": 17_000}, 4)[1]
+    assert alone and "only 1 file(s)" in alone and "4 ranks saved" in alone

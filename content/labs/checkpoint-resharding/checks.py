@@ -26,6 +26,8 @@ STATE_BYTES = 3 * 8 * PARAMETERS  # parameters and both moments, float64
 # One file may hold at most this share of the whole state: each of 4 ranks writes about a quarter
 # (plus a few KiB of headers); a rank that gathered everything writes all of it.
 LARGEST_SHARE = 0.5
+# Every saving rank's own part is at least this big (a quarter of the model alone is 43 KiB).
+PART_BYTES = 8 * PARAMETERS // 10
 DRIVER = load_public(__file__, "driver")
 
 
@@ -89,12 +91,12 @@ def sharded_save(facts: Facts) -> Outcome:
             why = case_failure(g, i, r)
             if why:
                 return Outcome(False, f"{g.name}, rank {r}, {g.cases[i].label}: {why}")
-    data, why = files_verdict(result(g, len(g.cases) - 1, 0)["files"])
+    data, why = files_verdict(result(g, len(g.cases) - 1, 0)["files"], g.world_size)
     return Outcome(why is None, f"{g.name}: {why}" if why else data.pop("summary"), data)
 
 
-def files_verdict(files: dict[str, int]) -> tuple[dict[str, Any], str | None]:
-    """The files the save left under ``path`` (name -> bytes) against a sharded save; None if right."""
+def files_verdict(files: dict[str, int], ranks: int) -> tuple[dict[str, Any], str | None]:
+    """The files ``ranks`` ranks' save left under ``path`` (name -> bytes) against a sharded save; None if right."""
     data: dict[str, Any] = {"files": files, "state_bytes": STATE_BYTES, "largest_share": LARGEST_SHARE}
     total = sum(files.values())
     if total < 8 * PARAMETERS:
@@ -109,6 +111,13 @@ def files_verdict(files: dict[str, int]) -> tuple[dict[str, Any], str | None]:
             f" and optimizer state ({STATE_BYTES:,} bytes), so one rank gathered and wrote (nearly) everything."
             " Each rank must write only its own shards: torch.distributed.checkpoint.save does that with the"
             " sharded state dicts of get_state_dict(model, optimizer)."
+        )
+    parts = [k for k, v in files.items() if v >= PART_BYTES]
+    if len(parts) < ranks:
+        return data, (
+            f"only {len(parts)} file(s) under path hold {PART_BYTES:,} bytes or more, but {ranks} ranks saved:"
+            " each rank must write its own shards, nobody's may be left out. torch.distributed.checkpoint.save"
+            " is collective: every rank calls it, and each writes the shards it holds."
         )
     share = ", ".join(f"{k}: {v:,}" for k, v in sorted(files.items()))
     data["summary"] = f"{len(files)} files, the largest {biggest / STATE_BYTES:.0%} of the state ({share})"

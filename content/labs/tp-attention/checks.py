@@ -1,0 +1,206 @@
+"""Trusted checks for tp-attention: one process running the whole attention layer, and the wire rule.
+
+Never mounted into the sandbox and never shown to students. The tensors come from
+the public driver's ``problem()`` (so a rank and this reference draw the same ones);
+everything computed from them here is the reference.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from labs.judge import Case, Facts, Outcome, case_failure
+from labs.public import load_public
+
+# The measured layer: a 2 x 96 x 192 float64 input and output (288 KiB each), large enough that
+# gloo's framing is noise; 12 heads split over 2, 3 and 4 ranks. Its weights (864 KiB for the
+# fused QKV projection, 288 KiB for the output projection) would stand out on the wire.
+MEASURED = {"batch": 2, "seq": 96, "d_model": 192, "heads": 12, "bias": True}
+# No biases and a head dimension of 3: the layer is not written for one shape.
+SMALL = {"batch": 3, "seq": 5, "d_model": 36, "heads": 12, "bias": False}
+TOLERANCE = (1e-9, 1e-11)  # float64; the ranks sum the partial products in another order
+KEYS = ("output", "weights", "grad_x", "grads")
+# One all-reduce sends 2(N-1)/N of the tensor per rank; allow 10% and a little framing on top,
+# and require at least 90% of it (fewer bytes: the all-reduce is missing).
+SLACK, FRAMING = 0.10, 16384
+ELEMENT = 8  # float64
+DRIVER = load_public(__file__, "driver")  # problem(): the same tensors as in the ranks
+
+
+def attention(x: torch.Tensor, w_qkv, b_qkv, w_out, b_out, heads: int) -> torch.Tensor:
+    """Multi-head self-attention with all ``heads`` in one process (as ``torch.nn.MultiheadAttention``)."""
+    batch, seq, d = x.shape
+    q, k, v = (t.reshape(batch, seq, heads, d // heads).transpose(1, 2) for t in F.linear(x, w_qkv, b_qkv).chunk(3, -1))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // heads)
+    context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch, seq, d)
+    return F.linear(context, w_out, b_out)
+
+
+def reference(driver: Any, problem: dict[str, Any]) -> dict[str, Any]:
+    """The whole layer's output and every gradient, in one process."""
+    p = driver.problem(**problem)
+    x = p["x"].clone().requires_grad_(True)
+    params = {k: p[k].clone().requires_grad_(True) for k in ("w_qkv", "b_qkv", "w_out", "b_out") if p[k] is not None}
+    y = attention(x, params["w_qkv"], params.get("b_qkv"), params["w_out"], params.get("b_out"), problem["heads"])
+    (y * p["grad_y"]).sum().backward()
+    out = {"output": y.detach(), "grad_x": x.grad}
+    out.update({k: v.detach() for k, v in params.items()})
+    out.update({f"grad_{k}": v.grad for k, v in params.items()})
+    return out
+
+
+def shards(full: dict[str, torch.Tensor], d: int, world_size: int, rank: int, prefix: str = "") -> dict[str, Any]:
+    """Rank ``rank``'s parts of the full tensors: its heads' rows of Q, K and V, their columns of W_out."""
+    local = slice(rank * d // world_size, (rank + 1) * d // world_size)
+    out: dict[str, Any] = {
+        "qkv_weight": full[f"{prefix}w_qkv"].view(3, d, d)[:, local].reshape(-1, d).clone(),
+        "out_weight": full[f"{prefix}w_out"][:, local].clone(),
+    }
+    if f"{prefix}b_qkv" in full:
+        out["qkv_bias"] = full[f"{prefix}b_qkv"].view(3, d)[:, local].reshape(-1).clone()
+        out["out_bias"] = full[f"{prefix}b_out"].clone()
+    return out
+
+
+def expected(driver: Any, problem: dict[str, Any], world_size: int) -> tuple[list[dict], list[dict]]:
+    """Each rank's expected forward and backward results."""
+    ref = reference(driver, problem)
+    d, n = problem["d_model"], world_size
+    forward, backward = [], []
+    for r in range(n):
+        weights = shards(ref, d, n, r)
+        if not problem["bias"]:
+            weights.update(qkv_bias="None", out_bias="None")
+        forward.append({"output": ref["output"], "weights": weights})
+        backward.append({"grad_x": ref["grad_x"], "grads": shards(ref, d, n, r, prefix="grad_")})
+    return forward, backward
+
+
+def describe(problem: dict[str, Any]) -> str:
+    return (
+        f"{problem['batch']} x {problem['seq']} x {problem['d_model']} input, {problem['heads']} heads"
+        f"{'' if problem['bias'] else ', no biases'}"
+    )
+
+
+def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+    tolerance = dict.fromkeys(KEYS, TOLERANCE)
+    out = []
+    for key, dims in (("attention", MEASURED), ("no-bias", SMALL)):
+        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+        problem = {"seed": seed, **dims}
+        forward, backward = expected(DRIVER, problem, world_size)
+        what, measured = describe(problem), key == "attention"
+        inputs = [{"key": key, "problem": dict(problem)} for _ in range(world_size)]
+        out.append(
+            Case(
+                check="forward",
+                fn="ParallelSelfAttention",
+                driver="forward",
+                label=f"forward of self-attention, {what}",
+                inputs=inputs,
+                expected=forward,
+                inplace=False,
+                measure=measured,
+                parts={"forward": ["output"], "sharding": ["weights"]},
+                tolerance=tolerance,
+            )
+        )
+        out.append(
+            Case(
+                check="input-gradient",
+                fn="ParallelSelfAttention",
+                driver="backward",
+                label=f"backward of the same output, {what}",
+                inputs=[dict(i) for i in inputs],
+                expected=backward,
+                inplace=False,
+                measure=measured,
+                parts={"input-gradient": ["grad_x"], "weight-gradients": ["grads"]},
+                tolerance=tolerance,
+            )
+        )
+    return out
+
+
+def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: list[int]) -> tuple[dict, str | None]:
+    """What one measured call sent per rank against one all-reduce of its activation; None if right.
+
+    ``phase`` is "forward" (the output is all-reduced) or "backward" (the gradient of the
+    input); both are batch x seq x d_model.
+    """
+    n = world_size
+    tensor = problem["batch"] * problem["seq"] * problem["d_model"] * ELEMENT
+    theory = 2 * (n - 1) * tensor / n
+    high, low = theory * (1 + SLACK) + FRAMING, theory * (1 - SLACK)
+    data = {
+        "tensor_bytes": tensor,
+        "theoretical_bytes_per_rank": round(theory),
+        "measured_bytes_per_rank": sent,
+        "ratio_to_theory": [round(s / theory, 4) for s in sent],
+    }
+    shape = f"{problem['batch']} x {problem['seq']} x {problem['d_model']}"
+    what = "output" if phase == "forward" else "gradient of x"
+    one = f"one all-reduce of the {shape} float64 {what} sends 2(N-1)/N x {tensor:,} = {round(theory):,} bytes per rank"
+    for r, s in enumerate(sent):
+        if s > high:
+            extra = (
+                "More than one all-reduce, or weights on the wire: keep only your heads' rows of the QKV weight"
+                " and your columns of the output weight, and sum the partial outputs with a single all-reduce."
+                if phase == "forward"
+                else "More than one all-reduce in backward: the all-reduce after the output projection must pass"
+                " the output gradient through unchanged (its backward is the identity), not all-reduce it again."
+            )
+            return data, f"world size {n}, {phase}: rank {r} sent {s:,} bytes, but {one}. {extra}"
+        if s < low:
+            missing = (
+                "Each rank's output projection gives only a partial sum over its heads: add the ranks' partial"
+                " outputs with one all-reduce (an all-gather of the heads' outputs sends less but needs the"
+                " whole output weight on every rank)."
+                if phase == "forward"
+                else "The input of the QKV projection needs an operator whose backward all-reduces the gradient:"
+                " every rank used the whole x, so each holds only its heads' share of the gradient."
+            )
+            return data, f"world size {n}, {phase}: rank {r} sent only {s:,} bytes, but {one}. {missing}"
+    return data, None
+
+
+def communication(facts: Facts) -> Outcome:
+    data: dict[str, Any] = {}
+    problems: list[str] = []
+    wrong_values = False
+    for g in facts.groups:
+        n = g.world_size
+        for i, case in enumerate(g.cases):
+            if not case.measure:
+                continue
+            phase = case.driver
+            wire = g.wire.get(i)
+            if wire is None:
+                problems.append(f"world size {n}, {phase}: the call did not finish, so its bytes were not counted")
+                continue
+            sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+            found, why = wire_verdict(n, phase, case.inputs[0]["problem"], sent)
+            found["loopback_bytes"] = wire["loopback_bytes"]
+            data.setdefault(f"world_size_{n}", {})[phase] = found
+            if why:
+                problems.append(why)
+            elif wire["loopback_bytes"] > 1.25 * sum(sent) + 65536:
+                problems.append(
+                    f"world size {n}, {phase}: {wire['loopback_bytes']:,} bytes crossed the loopback, but the"
+                    f" ranks' open connections account for only {sum(sent):,}"
+                )
+            wrong_values = wrong_values or any(case_failure(g, i, r) for r in range(n))
+    if problems:
+        return Outcome(False, "; ".join(problems[:3]), data)
+    if not data:
+        return Outcome(False, "no measured call was run", data)
+    note = " (the bytes are right; the values are judged by the other checks)" if wrong_values else ""
+    return Outcome(True, f"one all-reduce of the output forward and one of the input gradient backward{note}", data)
+
+
+RULES = {"communication": communication}

@@ -1,0 +1,65 @@
+# reads the fused QKV weight as Megatron's per-head [q, k, v] interleaving, but it is [Q; K; V]:
+# queries, keys and values of different heads are mixed
+
+import math
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+
+class _CopyToRanks(torch.autograd.Function):
+    """f: identity forward; all-reduce of the gradient backward (every rank used the same input)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad)
+        return grad
+
+
+class _SumOverRanks(torch.autograd.Function):
+    """g: all-reduce forward; identity backward (each rank's partial sum reaches the output once)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = x.contiguous().clone()
+        dist.all_reduce(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class ParallelSelfAttention(torch.nn.Module):
+    def __init__(self, w_qkv, b_qkv, w_out, b_out, num_heads):
+        super().__init__()
+        rank, size = dist.get_rank(), dist.get_world_size()
+        d = w_out.shape[0]
+        self.local_heads = num_heads // size
+        self.head_dim = d // num_heads
+        local = slice(rank * d // size, (rank + 1) * d // size)  # this rank's heads' features
+        heads = slice(rank * self.local_heads, (rank + 1) * self.local_heads)
+        rows = w_qkv.view(num_heads, 3, self.head_dim, d)[heads].transpose(0, 1)
+        self.qkv_weight = torch.nn.Parameter(rows.reshape(-1, d).clone())
+        self.qkv_bias = (
+            None
+            if b_qkv is None
+            else torch.nn.Parameter(b_qkv.view(num_heads, 3, self.head_dim)[heads].transpose(0, 1).reshape(-1).clone())
+        )
+        self.out_weight = torch.nn.Parameter(w_out[:, local].clone())
+        self.out_bias = None if b_out is None else torch.nn.Parameter(b_out.clone())
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        qkv = F.linear(_CopyToRanks.apply(x), self.qkv_weight, self.qkv_bias)
+        q, k, v = (t.reshape(batch, seq, self.local_heads, self.head_dim).transpose(1, 2) for t in qkv.chunk(3, -1))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch, seq, -1)
+        y = _SumOverRanks.apply(F.linear(context, self.out_weight))
+        return y if self.out_bias is None else y + self.out_bias

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -34,6 +35,7 @@ from bench.grading_api import call, grade_once
 REPO = Path(__file__).resolve().parents[1]
 CONTENT = REPO / "content"
 TARGET_S = 1.0
+SCRIPT_TARGET_S = 3.0  # a script lab runs the whole script twice per world size: killed, then resumed
 
 
 def _cold_rank(
@@ -99,16 +101,29 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
                 buffer = io.BytesIO()
                 torch.save([(c.driver, c.fn, c.inplace, c.inputs, c.expected, c.tolerance) for c in g.cases], buffer)
                 Path(blob).write_bytes(buffer.getvalue())
-                store = os.path.join(tmp, f"store-{id(g)}")
-                port = free_port() if lab.spec.entry == "script" else 0
-                args = (g.world_size, store, str(lab.folder), code, blob, shared, port)
-                try:
-                    mp.spawn(_cold_rank, args=args, nprocs=g.world_size, join=True)
-                except mp.ProcessExitedException:
-                    if not g.expect_crash:  # a phase that kills a rank on purpose ends like this
-                        raise
+                for attempt in (1, 2):
+                    store = os.path.join(tmp, f"store-{id(g)}-{attempt}")  # a retry must not meet stale keys
+                    port = free_port() if lab.spec.entry == "script" else 0
+                    args = (g.world_size, store, str(lab.folder), code, blob, shared, port)
+                    attempt_started = time.perf_counter()
+                    try:
+                        mp.spawn(_cold_rank, args=args, nprocs=g.world_size, join=True)
+                        break
+                    except mp.ProcessExitedException as exc:
+                        if g.expect_crash:  # a phase that kills a rank on purpose ends like this
+                            break
+                        # gloo now and then aborts a finished rank at exit ("terminate called without an
+                        # active exception"); the run is timed again rather than the whole bench lost.
+                        print(f"{lab_id}: cold run {attempt} failed ({exc}); timing it again", file=sys.stderr)
+                        if attempt == 2:
+                            raise
+                        started += time.perf_counter() - attempt_started  # the failed attempt is not timed
             times.append(time.perf_counter() - started)
     return times
+
+
+def target(lab: Any) -> float:
+    return SCRIPT_TARGET_S if lab.spec.entry == "script" else TARGET_S
 
 
 def main() -> None:
@@ -168,7 +183,7 @@ def main() -> None:
         )
         median = statistics.median(latencies)
         sizes = ",".join(map(str, labs[lab_id].spec.world_sizes))
-        ok = "met" if median <= TARGET_S and median / cold <= 0.15 else "MISSED"
+        ok = "met" if median <= target(labs[lab_id]) and median / cold <= 0.15 else "MISSED"
         print(
             f"{lab_id:24} {sizes:>10} {first:>6.2f}s {median:>6.3f}s {percentile(latencies, 0.9):>6.3f}s "
             f"{cold:>6.2f}s {median / cold:>8.1%}  {ok}"

@@ -119,6 +119,9 @@ def _timing_case(world_size: int, gen: torch.Generator) -> Case:
         low, high = NUMEL[kind]
         numel = low + _draw(gen, high - low)
         ops.append({"op": kind, "dtype": dtype, "numel": numel, "src": _draw(gen, world_size)})
+    broadcasts = [op for op in ops if op["op"] == "broadcast"]
+    if all(op["src"] == 0 for op in broadcasts):  # a broadcast that ignores src must show in every grade
+        broadcasts[-1]["src"] = 1 + _draw(gen, world_size - 1)
     reduces = [i for i, op in enumerate(ops) if op["op"] == "all_reduce"]
     delayed, straggler = reduces[_draw(gen, len(reduces))], _draw(gen, world_size)
     rows = [{"op": op["op"], "bytes": op["numel"] * SIZES[op["dtype"]]} for op in ops]

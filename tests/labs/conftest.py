@@ -31,6 +31,17 @@ def grader(request: pytest.FixtureRequest) -> Iterator[object]:
     g.close()
 
 
+@pytest.fixture(scope="module")
+def one_grader() -> Iterator[object]:
+    """A grader for one test module, forking zygotes from the warm template where it can: the lab
+    tests pin what each mutant loses, and tests/labs/test_grading.py covers both zygote modes."""
+    from labs.grader import Grader
+
+    g = Grader(pool_size=2, fork_from_template=template.available())
+    yield g
+    g.close()
+
+
 def solution(lab: str) -> str:
     return (DEFAULT_CONTENT / lab / "solution.py").read_text()
 

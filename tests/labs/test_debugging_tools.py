@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-
-from labs import template
 
 from .conftest import labs_dir
 
@@ -73,15 +69,6 @@ class CommProfiler:
     def table(self):
         return self._rows
 """
-
-
-@pytest.fixture(scope="module")
-def one_grader() -> Iterator[object]:
-    from labs.grader import Grader
-
-    g = Grader(pool_size=2, fork_from_template=template.available())
-    yield g
-    g.close()
 
 
 def test_every_mutant_is_listed() -> None:

@@ -5,13 +5,11 @@ the wrong policies' numbers sit far outside the tolerance that the right one mee
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import torch
 
-from labs import template
 from labs.public import load_public
 
 from .conftest import labs_dir
@@ -45,15 +43,6 @@ def wrap(model):
         fully_shard(block, mp_policy=policy(), reshard_after_forward=True)
     return fully_shard(model, mp_policy=policy())
 """
-
-
-@pytest.fixture(scope="module")
-def one_grader() -> Iterator[object]:
-    from labs.grader import Grader
-
-    g = Grader(pool_size=2, fork_from_template=template.available())
-    yield g
-    g.close()
 
 
 @pytest.fixture(scope="module")

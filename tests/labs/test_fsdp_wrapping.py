@@ -7,11 +7,8 @@ which, and that the messages say what to do.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from labs import template
 from labs.public import load_public
 
 from .conftest import labs_dir
@@ -44,15 +41,6 @@ def wrap(model, strategy):
         fully_shard(module, reshard_after_forward=True)
     return fully_shard(model)
 """
-
-
-@pytest.fixture(scope="module")
-def one_grader() -> Iterator[object]:
-    from labs.grader import Grader
-
-    g = Grader(pool_size=2, fork_from_template=template.available())
-    yield g
-    g.close()
 
 
 def test_every_mutant_is_listed() -> None:

@@ -6,11 +6,7 @@ and that the messages say what to do.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-
-from labs import template
 
 from .conftest import labs_dir
 
@@ -24,15 +20,6 @@ LOSES = {
     "sum_not_mean_over_k": ({"gradients", "parameters"}, "K = 4 times too large"),
     "sync_every_micro_batch": ({"communication"}, "one all-reduce per micro-batch"),
 }
-
-
-@pytest.fixture(scope="module")
-def one_grader() -> Iterator[object]:
-    from labs.grader import Grader
-
-    g = Grader(pool_size=2, fork_from_template=template.available())
-    yield g
-    g.close()
 
 
 def test_every_mutant_is_listed() -> None:

@@ -3,12 +3,9 @@ and a solution built on torch.amp.GradScaler itself at full marks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
-from labs import template
 from labs.public import load_public
 
 from .conftest import labs_dir
@@ -93,15 +90,6 @@ def test_every_schedule_shows_the_usual_mistakes(world_size: int) -> None:
         assert right != c.simulate(overflow, *args, reset=False)
         assert right != c.simulate(overflow, *args, every_step=True)
         assert case.expected[0]["skipped"].tolist() == overflow
-
-
-@pytest.fixture(scope="module")
-def one_grader() -> Iterator[object]:
-    from labs.grader import Grader
-
-    g = Grader(pool_size=2, fork_from_template=template.available())
-    yield g
-    g.close()
 
 
 def test_every_mutant_is_listed() -> None:

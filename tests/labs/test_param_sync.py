@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
 
-from labs import template
 from labs.public import load_public
 
 from .conftest import labs_dir
@@ -58,15 +56,6 @@ def test_answers_are_read_as_bools() -> None:
     assert d.answer(torch.tensor([True])) is True
     assert d.answer(torch.tensor([1, 2]).numpy().all()) is True  # a numpy bool
     assert d.answer(1).startswith("not a bool") and d.answer(torch.tensor([1.0])).startswith("not a bool")
-
-
-@pytest.fixture(scope="module")
-def one_grader() -> Iterator[object]:
-    from labs.grader import Grader
-
-    g = Grader(pool_size=2, fork_from_template=template.available())
-    yield g
-    g.close()
 
 
 def test_every_mutant_is_listed() -> None:

@@ -7,12 +7,9 @@ full marks, and that torch.distributed.pipelining's ScheduleGPipe loses only the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from labs import template
 
 from . import tp_ranks
 from .conftest import labs_dir
@@ -142,15 +139,6 @@ def test_wire_bounds() -> None:
     double = [row[:] for row in good]
     double[1][0] = 2 * s
     assert "more than the gradients" in c.wire_verdict(4, s, double)[0]
-
-
-@pytest.fixture(scope="module")
-def one_grader() -> Iterator[object]:
-    from labs.grader import Grader
-
-    g = Grader(pool_size=2, fork_from_template=template.available())
-    yield g
-    g.close()
 
 
 def test_every_mutant_is_listed() -> None:

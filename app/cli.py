@@ -271,7 +271,7 @@ def lab_test(
     A GPU-only lab (``needs_gpu``) on a machine without enough CUDA GPUs is not run: named, the command
     exits 3; in a run of every lab it is listed as skipped and the exit code is the other labs'.
     """
-    from labs.grader import Grader
+    from labs.grader import Grader, gpu_count
     from labs.prove import MIN_MUTANTS, prove, record_reference_wire, summary, table
     from labs.spec import LabError, load_labs
 
@@ -287,7 +287,7 @@ def lab_test(
         typer.echo(f"no such lab: {', '.join(unknown)} (labs: {', '.join(sorted(labs))})", err=True)
         raise typer.Exit(2)
     failed, unproven = [], []
-    gpus = _cuda_gpus()
+    gpus = gpu_count()
     with Grader(root, pool_size=1, gpus=gpus > 0) as grader:
         for lab_id in lab_ids or sorted(labs):
             lab = labs[lab_id]
@@ -318,12 +318,6 @@ def lab_test(
         raise typer.Exit(3)
     skipped = f" (skipped, needing a CUDA GPU: {', '.join(unproven)})" if unproven else ""
     typer.echo(f"\nevery lab proven: references at full marks, every mutant loses points{skipped}")
-
-
-def _cuda_gpus() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def _content_dir() -> Path:

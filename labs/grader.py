@@ -175,9 +175,7 @@ class Grader:
             return self._verdict(lab, "refused", f"lab {lab.id} does not run on backend {backend!r}", [])
         if backend != "nccl":
             return None
-        import torch
-
-        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        have = gpu_count()
         if not self.gpus or have < world_size:
             why = "this grader was started without GPU access" if not self.gpus else f"it has {have}"
             return self._verdict(lab, "refused", f"nccl needs {world_size} GPU(s), one per rank: {why}", [])
@@ -365,3 +363,10 @@ def record(groups: list[GroupRun], meta: dict[str, Any], payload: bytes) -> None
         run.errors.append(meta)
     elif kind == "fault":
         run.fault = str(meta.get("traceback", ""))
+
+
+def gpu_count() -> int:
+    """CUDA GPUs this process can use (0 without CUDA)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0

@@ -236,12 +236,6 @@ def lab_unavailable(job: Job, exc: BaseException) -> dict[str, Any]:
     return {"status": "internal_error", "final": True, "message": message, "checks": []}
 
 
-def gpu_count() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
 def start(
     *,
     unsafe: bool,
@@ -254,7 +248,7 @@ def start(
     from app.config import get_settings
     from app.db import make_engine, make_sessionmaker
     from app.labs.settings import LabSettings
-    from labs.grader import Grader
+    from labs.grader import Grader, gpu_count
 
     settings, lab_settings = get_settings(), LabSettings()
     gpus = gpu_count()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from labs import template
+from labs.grader import gpu_count
 from labs.prove import MIN_MUTANTS, prove, summary, table
 from labs.spec import DEFAULT_CONTENT, load_labs
 
@@ -23,22 +24,16 @@ REPO = Path(__file__).resolve().parents[2]
 def catalogue_grader() -> Iterator[object]:
     from labs.grader import Grader
 
-    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available(), gpus=cuda_gpus() > 0)
+    g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available(), gpus=gpu_count() > 0)
     yield g
     g.close()
-
-
-def cuda_gpus() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 @pytest.mark.parametrize("lab_id", LABS)
 def test_lab_is_proven(catalogue_grader, lab_id: str) -> None:
     lab = load_labs(DEFAULT_CONTENT)[lab_id]
-    if lab.spec.needs_gpu and cuda_gpus() < max(lab.spec.world_sizes):
-        pytest.skip(f"{lab_id} needs a CUDA GPU ({max(lab.spec.world_sizes)}); this machine has {cuda_gpus()}")
+    if lab.spec.needs_gpu and gpu_count() < max(lab.spec.world_sizes):
+        pytest.skip(f"{lab_id} needs a CUDA GPU ({max(lab.spec.world_sizes)}); this machine has {gpu_count()}")
     rows = prove(catalogue_grader, lab)
     result = summary(rows)
     assert result["mutants"] >= MIN_MUTANTS, f"{lab_id} has {result['mutants']} mutants"
@@ -76,7 +71,7 @@ def test_lab_test_command_does_not_prove_a_gpu_lab_without_a_gpu(tmp_path: Path)
     (lab / "lab.yaml").write_text(text)
     env = {**os.environ, "RINGLAB_CONTENT_DIR": str(tmp_path)}
     ringlab = str(Path(sys.executable).with_name("ringlab"))
-    assert cuda_gpus() < 8, "eight GPUs here: this test's lab would run; give it a larger world size"
+    assert gpu_count() < 8, "eight GPUs here: this test's lab would run; give it a larger world size"
     named = subprocess.run(
         [ringlab, "lab", "test", "tree-lab", "--no-record"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=300, check=False,

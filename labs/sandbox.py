@@ -41,7 +41,7 @@ class Spawner(Protocol):
     def spawn(self, pid: int, job_fd: int, log_fd: int) -> None: ...
 
 
-LIB_FILES = ("__init__.py", "channel.py", "netstat.py", "trees.py", "script.py", "harness.py", "zygote.py")
+LIB_FILES = ("__init__.py", "channel.py", "netstat.py", "trees.py", "script.py", "harness.py", "procs.py", "zygote.py")
 LABS_DIR = Path(__file__).resolve().parent
 LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.zygote import main; main()"
 ENV = {

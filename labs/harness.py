@@ -250,6 +250,8 @@ def run_rank(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, ct
         me.sync("end")
         return
     for i, call in enumerate(group["calls"]):
+        if job.get("entry") == "script":  # each run of the script is a launch of its own, on a store of its own
+            os.environ["MASTER_PORT"] = str(group["master_ports"][i])
         if call.get("measure"):
             me.sync(f"before:{i}")
         run_call(me, module, i, call, inputs[i], guard)
@@ -279,7 +281,7 @@ def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: 
         sys.path.insert(0, str(public))
     os.environ["RINGLAB_SHARED_DIR"] = str(job.get("shared_dir") or SHARED_DIR)
     if job.get("entry") == "script":  # the student's script joins the group itself, from torchrun's variables
-        os.environ.update(script.torchrun_env(rank, int(group["world_size"]), int(group["master_port"])))
+        os.environ.update(script.torchrun_env(rank, int(group["world_size"]), int(group["master_ports"][0])))
     else:
         dist.init_process_group(
             backend,

@@ -42,13 +42,18 @@ def torchrun_env(rank: int, world_size: int, master_port: int) -> dict[str, str]
     }
 
 
-def start_agent_store(world_size: int, uid: int, sandboxed: bool, close_fd: int) -> tuple[int, int]:
-    """torchrun's agent store for one group of ranks: a TCPStore server, listening before any rank starts.
+def start_agent_store(
+    world_size: int, launches: int, uid: int, sandboxed: bool, close_fd: int
+) -> tuple[int, list[int]]:
+    """torchrun's agent store for one group of ranks: TCPStore servers, listening before any rank starts.
 
     The ranks get ``TORCHELASTIC_USE_AGENT_STORE=True``, so every rank's ``init_process_group``
-    connects to it as a client, as under torchrun. With rank 0 hosting the store instead, a rank
-    that connects before rank 0 listens backs off for 0.4-0.8 s. Forked from the zygote, it runs
-    as ``uid``, dies with the zygote, and closes ``close_fd`` (the zygote's job channel). Returns (pid, port).
+    connects to the store at ``MASTER_PORT`` as a client, as under torchrun. With rank 0 hosting the
+    store instead, a rank that connects before rank 0 listens backs off for 0.4-0.8 s. Each of the
+    group's ``launches`` (its calls: the script run once per call) gets a store of its own, as each
+    torchrun attempt does: a second run on the first run's store reads the first run's keys (rank
+    addresses, barrier counts) and hangs or fails now and then. Forked from the zygote, it runs as
+    ``uid``, dies with the zygote, and closes ``close_fd`` (the zygote's job channel). Returns (pid, ports).
     """
     from labs import harness
 
@@ -61,20 +66,20 @@ def start_agent_store(world_size: int, uid: int, sandboxed: bool, close_fd: int)
             harness.become(uid, sandboxed)
             from torch.distributed import TCPStore
 
-            store = TCPStore("127.0.0.1", 0, world_size, True, wait_for_workers=False)
-            os.write(w, str(store.port).encode())
+            stores = [TCPStore("127.0.0.1", 0, world_size, True, wait_for_workers=False) for _ in range(launches)]
+            os.write(w, " ".join(str(s.port) for s in stores).encode())
             os.close(w)
-            while True:  # the store serves from its own thread until the zygote ends the group
+            while True:  # the stores serve from their own threads until the zygote ends the group
                 time.sleep(3600)
         finally:
             os._exit(1)
     os.close(w)
     with os.fdopen(r, "rb") as f:
-        port = f.read()
-    if not port:
+        ports = f.read().split()
+    if len(ports) != launches:
         os.waitpid(pid, 0)
         raise RuntimeError("the agent store did not start")
-    return pid, int(port)
+    return pid, [int(p) for p in ports]
 
 
 class _Exit(BaseException):

@@ -134,8 +134,8 @@ class Zygote:
         if self.job.get("entry") == "script":
             # torchrun's agent store, as rank 0's uid: it serves this submission's ranks, trusted with nothing.
             uid, sandboxed = self.job["uid_base"] + 8 * g, bool(self.job.get("sandboxed", True))
-            group["agent"], group["master_port"] = script.start_agent_store(
-                int(group["world_size"]), uid, sandboxed, self.fd
+            group["agent"], group["master_ports"] = script.start_agent_store(
+                int(group["world_size"]), len(group["calls"]), uid, sandboxed, self.fd
             )
         for r in range(int(group["world_size"])):
             parent, child = socket.socketpair()

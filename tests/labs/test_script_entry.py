@@ -77,3 +77,28 @@ def test_a_crash_the_phase_expects_is_no_verdict() -> None:
     assert summarise([group], {"kind": "end"}, [])[0] == "crashed"
     group.expect_crash = True
     assert summarise([group], {"kind": "end"}, []) == ("passed", "all checks passed")
+
+
+def test_each_launch_of_a_script_gets_a_store_of_its_own() -> None:
+    # torchrun starts a fresh store for every attempt; a second run on the first one's store reads
+    # its stale keys (rank addresses, barrier counts) and now and then hangs.
+    import os
+    import signal
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    from labs.script import start_agent_store
+
+    r, w = os.pipe()
+    pid, ports = start_agent_store(2, 3, os.getuid(), False, w)
+    try:
+        assert len(set(ports)) == 3
+        clients = [TCPStore("127.0.0.1", p, 2, False, timeout=timedelta(seconds=5)) for p in ports]
+        clients[0].set("rank_0", b"first launch")
+        assert [c.check(["rank_0"]) for c in clients] == [True, False, False]
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(r)
+        os.close(w)

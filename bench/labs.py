@@ -39,7 +39,14 @@ SCRIPT_TARGET_S = 3.0  # a script lab runs the whole script twice per world size
 
 
 def _cold_rank(
-    rank: int, world_size: int, store: str, folder: str, code: str, blob: str, shared: str, port: int = 0
+    rank: int,
+    world_size: int,
+    store: str,
+    folder: str,
+    code: str,
+    blob: str,
+    shared: str,
+    ports: list[int] | None = None,
 ) -> None:
     import torch
     import torch.distributed as dist
@@ -49,14 +56,15 @@ def _cold_rank(
     torch.set_num_threads(1)
     os.environ["RINGLAB_SHARED_DIR"] = shared
     sys.path.insert(0, folder)  # the lab's public driver, as the ranks import it
-    if port:  # a script lab: torchrun's variables, rank 0 hosting the store as under a plain launcher
+    if ports:  # a script lab: torchrun's variables, rank 0 hosting the store as under a plain launcher
         from labs.script import Script, torchrun_env
 
-        os.environ.update(torchrun_env(rank, world_size, port))
+        os.environ.update(torchrun_env(rank, world_size, ports[0]))
         os.environ.pop("TORCHELASTIC_USE_AGENT_STORE")
         import driver as launcher
 
-        for name, _, _, inputs, *_ in torch.load(blob, weights_only=True):
+        for port, (name, _, _, inputs, *_) in zip(ports, torch.load(blob, weights_only=True), strict=True):
+            os.environ["MASTER_PORT"] = str(port)  # each run a launch of its own: no store left from the last
             getattr(launcher, name)(Script(code), inputs[rank])
         return
     # A file store, as the engine's ranks meet (no port to race for, no TCP connect back-off).
@@ -103,8 +111,8 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
                 Path(blob).write_bytes(buffer.getvalue())
                 for attempt in (1, 2):
                     store = os.path.join(tmp, f"store-{id(g)}-{attempt}")  # a retry must not meet stale keys
-                    port = free_port() if lab.spec.entry == "script" else 0
-                    args = (g.world_size, store, str(lab.folder), code, blob, shared, port)
+                    ports = [free_port() for _ in g.cases] if lab.spec.entry == "script" else None
+                    args = (g.world_size, store, str(lab.folder), code, blob, shared, ports)
                     attempt_started = time.perf_counter()
                     try:
                         mp.spawn(_cold_rank, args=args, nprocs=g.world_size, join=True)

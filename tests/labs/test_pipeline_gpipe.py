@@ -104,26 +104,26 @@ def gpipe_order(n: int, m: int) -> list[list[tuple[str, int]]]:
 @pytest.mark.parametrize("m", [1, 2, 4, 8])
 def test_a_gpipe_order_replays_to_the_formula(n: int, m: int) -> None:
     c = checks()
-    assert c.replay(gpipe_order(n, m), 64) == pytest.approx((n - 1) / (m + n - 1), abs=1e-12)
-    assert c.theory(n, m) == pytest.approx((n - 1) / (m + n - 1))
+    assert c.schedule.replay(gpipe_order(n, m), 64) == pytest.approx((n - 1) / (m + n - 1), abs=1e-12)
+    assert c.schedule.theory(n, m) == pytest.approx((n - 1) / (m + n - 1))
 
 
 def test_no_overlap_and_no_micro_batches_replay_to_n_minus_1_over_n() -> None:
     c = checks()
     sequential = [[("F", 16), ("B", 16)] * 4 for _ in range(4)]
-    assert c.replay(sequential, 64) == pytest.approx(3 / 4)
-    assert c.replay(gpipe_order(4, 1), 64) == pytest.approx(3 / 4)
+    assert c.schedule.replay(sequential, 64) == pytest.approx(3 / 4)
+    assert c.schedule.replay(gpipe_order(4, 1), 64) == pytest.approx(3 / 4)
     # A stage whose backward waits for a forward that never comes cannot run.
-    assert c.replay([[("B", 64)], [("F", 64)]], 64) is None
-    assert c.parse(["F32", "B32"]) == [("F", 32), ("B", 32)]
-    assert c.parse(["F32", "X1"]) is None and c.parse("F32") is None
+    assert c.schedule.replay([[("B", 64)], [("F", 64)]], 64) is None
+    assert c.schedule.parse(["F32", "B32"]) == [("F", 32), ("B", 32)]
+    assert c.schedule.parse(["F32", "X1"]) is None and c.schedule.parse("F32") is None
 
 
 def test_schedule_problems_name_what_ran() -> None:
     c = checks()
-    assert c._shape_problem(gpipe_order(1, 4)[0], 4, 64) is None
-    assert "1 forward of 64 rows" in c._shape_problem([("F", 64), ("B", 64)], 4, 64)
-    assert "backward before its last forward" in c._shape_problem([("F", 16), ("B", 16)] * 4, 4, 64)
+    assert c.schedule.shape_problem(gpipe_order(1, 4)[0], 4, 64) is None
+    assert "1 forward of 64 rows" in c.schedule.shape_problem([("F", 64), ("B", 64)], 4, 64)
+    assert "backward before its last forward" in c.schedule.shape_problem([("F", 16), ("B", 16)] * 4, 4, 64)
 
 
 def test_wire_bounds() -> None:

@@ -83,4 +83,11 @@ def solution(lab: str) -> str:
 
 
 def secret_files() -> list[Path]:
-    return sorted((CONTENT_DIR / "labs").glob("*/checks.py")) + sorted((CONTENT_DIR / "labs").glob("*/solution.py"))
+    """Every lab's trusted Python files: checks.py, solution.py and any helper not in public_files."""
+    from labs.spec import load_labs
+
+    found = []
+    for lab in load_labs(CONTENT_DIR / "labs").values():
+        public = {"starter.py", *lab.spec.public_files}
+        found += [p for p in lab.folder.glob("*.py") if p.name not in public]
+    return sorted(found)

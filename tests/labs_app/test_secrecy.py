@@ -26,6 +26,9 @@ def test_the_secret_line_list_is_not_empty() -> None:
     lines = secret_lines()
     assert len(lines) > 30
     assert any("def cases" in line for line in lines)
+    # Trusted helpers beside checks.py count too.
+    assert {"timing.py", "schedule.py"} <= {p.name for p in secret_files()}
+    assert any("def replay(" in line for line in lines)
 
 
 def test_no_response_contains_checks_or_solutions(client: TestClient, session: Session) -> None:
@@ -50,10 +53,13 @@ def test_no_response_contains_checks_or_solutions(client: TestClient, session: S
             client.get(f"/labs/{lab}/starter.py"),
             client.get(f"/api/v1/labs/{lab}"),
         ]
-        responses += [client.get(f"/labs/{lab}/{name}") for name in ("checks.py", "solution.py")]
+        trusted = [p.name for p in secret_files() if p.parent.name == lab]
+        assert {"checks.py", "solution.py"} <= set(trusted)
+        responses += [client.get(f"/labs/{lab}/{name}") for name in trusted]
         # The public files are served, and only they: asking for a trusted file by that route is 404.
-        responses += [client.get(f"/labs/{lab}/public/{name}") for name in ("checks.py", "solution.py", "lab.yaml")]
-        assert all(r.status_code == 404 for r in responses[-3:])
+        asked = [client.get(f"/labs/{lab}/public/{name}") for name in (*trusted, "lab.yaml")]
+        assert all(r.status_code == 404 for r in asked), [r.url for r in asked if r.status_code != 404]
+        responses += asked
     responses += [client.get("/api/v1/labs"), client.get(f"/api/v1/submissions/{sid}", headers=auth)]
     text = "\n".join(r.text for r in responses)
     leaked = [line for line in secret_lines() if line in text]

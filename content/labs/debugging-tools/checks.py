@@ -6,14 +6,13 @@ computed here on one process with this lab's own copy of the public driver.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 
 from labs import training
 from labs.judge import Case, Facts, Outcome, case_failure, result
-from labs.public import load_public
+from labs.public import load_public, load_trusted
 
 DIMS = [32, 64, 8]  # 2,632 float64 parameters
 BATCH = 24  # equal shards on 2, 3 and 4 ranks
@@ -22,17 +21,13 @@ OPS = 6  # collectives per timing call: all_reduce, broadcast, all_gather, twice
 # Elements per collective, so that gloo's framing does not dominate: all_reduce and broadcast 8-16 Ki
 # (float64 or float32); all_gather 16-24 Ki float64, so that its bytes are at least 40% of the wire.
 NUMEL = {"all_reduce": (8192, 16385), "broadcast": (8192, 16385), "all_gather": (16384, 24577)}
-DELAY = 0.05  # seconds the straggler sleeps before one all-reduce
-# Where the driver's own clock saw the delayed all-reduce take WAITED s or more (the ranks that waited
-# for the straggler), the rank's longest all-reduce row must be at least SEEN x that.
-SEEN, WAITED = 0.5, 0.02
-SLACK = 0.005  # seconds: the times may exceed the driver's own clock by this much in all
 # Total bytes on the wire over all ranks, as multiples of gloo's algorithms (LABS-FACTS): all_reduce
 # 2(N-1)S, broadcast (N-1)S, all_gather N(N-1)S. Measured on the reference: 1.003-1.005; an all_gather
 # emulated by an all-reduce of a padded buffer: 1.4 or more (all_gather is 40% of the bytes or more).
 HIGH, LOW = 1.15, 0.9
 HEADERS = 4096  # bytes per rank and collective on top, for gloo's framing and the driver's barriers
 SIZES = {"float64": 8, "float32": 4}
+timing = load_trusted(__file__, "timing")  # the rules on the timing table
 
 
 def _draw(gen: torch.Generator, high: int) -> int:
@@ -126,7 +121,7 @@ def _timing_case(world_size: int, gen: torch.Generator) -> Case:
     delayed, straggler = reduces[_draw(gen, len(reduces))], _draw(gen, world_size)
     rows = [{"op": op["op"], "bytes": op["numel"] * SIZES[op["dtype"]]} for op in ops]
     results = [driver.digest(driver.expected_output(seed, i, op, world_size)) for i, op in enumerate(ops)]
-    inputs = {"seed": seed, "ops": ops, "delayed": delayed, "straggler": straggler, "delay": DELAY}
+    inputs = {"seed": seed, "ops": ops, "delayed": delayed, "straggler": straggler, "delay": timing.DELAY}
     said = ", ".join(f"{op['op']} ({op['dtype']}, {op['numel']})" for op in ops)
     return Case(
         check="timing-rows",
@@ -299,160 +294,6 @@ def agreement(facts: Facts) -> Outcome:
     return Outcome(True, f"every rank returned the same answer in all {total} calls", {"calls": total}, fraction=1.0)
 
 
-# ---- the timing table ----------------------------------------------------------------------------
-
-
-def _timing_calls(facts: Facts) -> list[tuple[Any, int, Case]]:
-    return training.cases_judging(facts, "timing-rows")
-
-
-def _describe(op: dict[str, Any]) -> str:
-    return f"{op['op']} of a {op['dtype']} tensor of {op['numel']} elements"
-
-
-def _rows_problem(rows: Any, case: Case, n: int) -> str | None:
-    """Why this rank's table is not one row per collective with the right op and bytes, or None."""
-    want = case.expected[0]["rows"]
-    ops = case.inputs[0]["ops"]
-    if isinstance(rows, str):
-        return rows
-    bad = [(k, row) for k, row in enumerate(rows) if isinstance(row, str)]
-    if bad:
-        k, row = bad[0]
-        return f'row {k} is {row}; each row is a dict {{"op": str, "bytes": int, "seconds": float}}'
-    if len(rows) != len(want):
-        names = [w["op"] for w in want]
-        got = [row["op"] for row in rows]
-        if len(rows) == 2 * len(want) and (got[::2] == names or got[: len(want)] == names):
-            return (
-                f"{len(rows)} rows for the {len(want)} collectives issued through the profiler: each one"
-                " is recorded twice. Append exactly one row per collective, after it finished"
-            )
-        missing = [name for name in dict.fromkeys(names) if got.count(name) < names.count(name)]
-        extra = [name for name in dict.fromkeys(got) if got.count(name) > names.count(name)]
-        detail = ""
-        if missing:
-            detail += f"; too few {', '.join(missing)} rows: every method must record its collective"
-        if extra:
-            detail += f"; too many {', '.join(extra)} rows: record each collective once"
-        return f"{len(rows)} rows, expected {len(want)}, one per collective issued through the profiler{detail}"
-    got_ops = [row["op"] for row in rows]
-    if got_ops != [w["op"] for w in want]:
-        k = next(k for k, (a, w) in enumerate(zip(got_ops, want, strict=True)) if a != w["op"])
-        if sorted(got_ops) == sorted(w["op"] for w in want):
-            return (
-                f'row {k} is "{got_ops[k]}", expected "{want[k]["op"]}": the rows must be in the order the'
-                " collectives were issued"
-            )
-        return (
-            f'row {k} is op "{got_ops[k]}", expected "{want[k]["op"]}" (the names are "all_reduce",'
-            ' "broadcast" and "all_gather")'
-        )
-    for k, (row, w, op) in enumerate(zip(rows, want, ops, strict=True)):
-        if row["bytes"] != w["bytes"]:
-            why = f"row {k} ({_describe(op)}) says {row['bytes']} bytes, expected {w['bytes']}"
-            if row["bytes"] == op["numel"]:
-                return f"{why}: that is the number of elements; bytes are numel() x element_size()"
-            if row["bytes"] == n * w["bytes"]:
-                return f"{why}: that is the whole output list; count the tensor this rank passes in"
-            if row["bytes"] == op["numel"] * 8:
-                return f"{why}: not every tensor is float64; use tensor.element_size()"
-            return f"{why} (numel() x element_size() of the tensor argument)"
-    return None
-
-
-def timing_rows(facts: Facts) -> Outcome:
-    total = good = 0
-    problems: list[str] = []
-    for g, i, case in _timing_calls(facts):
-        for r in range(g.world_size):
-            total += 1
-            got = result(g, i, r)
-            if not isinstance(got, dict):
-                why = case_failure(g, i, r, part="collective-results") or "no result"
-                problems.append(f"{g.name}, rank {r}: the timing call did not finish ({why})")
-                continue
-            why = _rows_problem(got.get("rows"), case, g.world_size)
-            if why:
-                problems.append(f"{g.name}, rank {r}, {case.label}: {why}")
-            else:
-                good += 1
-    data: dict[str, Any] = {"rank_calls": total, "passed": good}
-    if not total:
-        return Outcome(False, "no timing call was run", data, fraction=0.0)
-    if problems:
-        n = len(problems) - 1
-        more = f" ({n} more rank result{'s' if n > 1 else ''} wrong)" if n else ""
-        return Outcome(False, f"{problems[0]}.{more} [{good} of {total} right]", data, fraction=good / total)
-    return Outcome(True, f"one row per collective, right op and bytes, on all {total} ranks", data, fraction=1.0)
-
-
-def _times_problem(g: Any, i: int, case: Case, shown: dict[str, Any]) -> str | None:
-    inputs = case.inputs[0]
-    straggler = int(inputs["straggler"])
-    for r in range(g.world_size):
-        got = result(g, i, r)
-        if not isinstance(got, dict):
-            return f"rank {r} did not finish the timing call"
-        rows = got.get("rows")
-        if not isinstance(rows, list) or not rows or not all(isinstance(row, dict) for row in rows):
-            return f"rank {r} has no table of rows to read times from (see the timing rows check)"
-        seconds = [row["seconds"] for row in rows]
-        elapsed = float(got.get("elapsed", math.inf))
-        window = float(got.get("waited", math.nan))
-        shown[f"rank_{r}"] = {
-            "seconds": [round(s, 6) for s in seconds],
-            "driver_elapsed": round(elapsed, 6),
-            "driver_delayed_call": round(window, 6),
-        }
-        if not all(math.isfinite(s) and s >= 0 for s in seconds):
-            k = next(k for k, s in enumerate(seconds) if not (math.isfinite(s) and s >= 0))
-            return f"rank {r}, row {k}: seconds is {seconds[k]!r}; a duration is a finite number >= 0"
-        if sum(seconds) > elapsed + SLACK:
-            return (
-                f"rank {r}: the rows add up to {sum(seconds):.4g} s, but the whole sequence took {elapsed:.4g} s"
-                " by the driver's clock. Each row is that one collective's duration in seconds (time.perf_counter()"
-                " just before and just after it), not the time since the profiler started, nor milliseconds"
-            )
-        if window >= WAITED:
-            longest = max((row["seconds"] for row in rows if row["op"] == "all_reduce"), default=0.0)
-            if longest < SEEN * window:
-                k = int(inputs["delayed"])
-                return (
-                    f"rank {straggler} slept {DELAY * 1000:.0f} ms before collective {k} (an all_reduce), and rank {r}"
-                    f" spent {window * 1000:.3g} ms in that call by the driver's clock, yet its longest all_reduce"
-                    f" row is {longest * 1000:.3g} ms. Time the whole collective, up to when it has finished on"
-                    " this rank: with async_op=True, call wait() before reading the clock"
-                )
-    return None
-
-
-def timing_times(facts: Facts) -> Outcome:
-    total = good = 0
-    problems: list[str] = []
-    data: dict[str, Any] = {"straggler_delay_s": DELAY}
-    for g, i, case in _timing_calls(facts):
-        total += 1
-        shown: dict[str, Any] = {}
-        why = _times_problem(g, i, case, shown)
-        data[f"world_size_{g.world_size}"] = shown
-        if why:
-            problems.append(f"{g.name}: {why}")
-        else:
-            good += 1
-    if not total:
-        return Outcome(False, "no timing call was run", data, fraction=0.0)
-    if problems:
-        return Outcome(False, "; ".join(problems[:2]) + ".", data, fraction=good / total)
-    return Outcome(
-        True,
-        "every duration is >= 0, they fit in the driver's clock, and the ranks that waited for the straggler"
-        " show the wait",
-        data,
-        fraction=1.0,
-    )
-
-
 def collective_results(facts: Facts) -> Outcome:
     return training.judge(
         facts,
@@ -473,7 +314,7 @@ def communication(facts: Facts) -> Outcome:
     total = good = 0
     problems: list[str] = []
     data: dict[str, Any] = {}
-    for g, i, case in _timing_calls(facts):
+    for g, i, case in timing.calls(facts):
         total += 1
         n = g.world_size
         wire = g.wire.get(i)
@@ -509,8 +350,8 @@ RULES = {
     "gradients-untouched": gradients_untouched,
     "sync": sync,
     "agreement": agreement,
-    "timing-rows": timing_rows,
-    "timing-times": timing_times,
+    "timing-rows": timing.timing_rows,
+    "timing-times": timing.timing_times,
     "collective-results": collective_results,
     "communication": communication,
 }

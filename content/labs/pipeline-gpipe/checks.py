@@ -16,7 +16,7 @@ import torch
 
 from labs import training
 from labs.judge import Case, Facts, Outcome, result
-from labs.public import load_public
+from labs.public import load_public, load_trusted
 from labs.trees import compare
 
 # The measured run: 128 rows of 256 float64 features cross each stage boundary, 256 KiB each way,
@@ -37,6 +37,7 @@ ELEMENT = 8  # float64
 # once: between LOW and HIGH times that, plus FRAMING bytes for gloo's headers. A link between
 # stages that are not neighbours may carry at most STRAY bytes.
 LOW, HIGH, FRAMING, STRAY = 0.95, 1.10, 16384, 4096
+schedule = load_trusted(__file__, "schedule")  # the bubble's replay and what a GPipe record must look like
 
 
 def dims(world_size: int, width: int) -> list[int]:
@@ -235,88 +236,6 @@ def gradients(facts: Facts) -> Outcome:
 # bubble: the schedule each stage recorded, replayed with ideal times; the wall clock shown beside it.
 
 
-def theory(n: int, m: int) -> float:
-    """GPipe's bubble fraction (N - 1) / (M + N - 1)."""
-    return (n - 1) / (m + n - 1)
-
-
-def parse(events: Any) -> list[tuple[str, int]] | None:
-    """A stage's record ``["F32", "B32", ...]`` as (kind, rows), or None if it is not one."""
-    if not isinstance(events, list) or len(events) > 10_000:
-        return None
-    out = []
-    for e in events:
-        if not isinstance(e, str) or len(e) < 2 or e[0] not in "FB" or not e[1:].isdigit():
-            return None
-        out.append((e[0], int(e[1:])))
-    return out
-
-
-def replay(stages: list[list[tuple[str, int]]], batch: int) -> float | None:
-    """The bubble fraction of the recorded order with ideal times, or None if that order cannot run.
-
-    A forward of r rows takes r / batch, a backward 2 r / batch. Stage s's k-th forward waits for
-    stage s - 1's k-th forward, its k-th backward for stage s + 1's k-th backward; each stage runs
-    its own events in the recorded order, one at a time. Bubble = 1 - busy / (N x makespan).
-    """
-    n = len(stages)
-    done: list[dict[str, list[float]]] = [{"F": [], "B": []} for _ in range(n)]
-    free, nxt = [0.0] * n, [0] * n
-    progress = True
-    while progress:
-        progress = False
-        for s in range(n):
-            while nxt[s] < len(stages[s]):
-                kind, rows = stages[s][nxt[s]]
-                k = len(done[s][kind])
-                dep = s - 1 if kind == "F" else s + 1
-                if 0 <= dep < n:
-                    if len(done[dep][kind]) <= k:
-                        break
-                    start = max(free[s], done[dep][kind][k])
-                else:
-                    start = free[s]
-                free[s] = start + rows / batch * (1 if kind == "F" else 2)
-                done[s][kind].append(free[s])
-                nxt[s] += 1
-                progress = True
-    if any(nxt[s] < len(stages[s]) for s in range(n)):
-        return None
-    makespan = max(free)
-    busy = sum(rows / batch * (1 if kind == "F" else 2) for st in stages for kind, rows in st)
-    return 1 - busy / (n * makespan) if makespan > 0 else None
-
-
-def _shape_problem(events: list[tuple[str, int]], m: int, batch: int) -> str | None:
-    """What is wrong with one stage's record for a GPipe step of M micro-batches, or None."""
-    per = batch // m
-    shown = " ".join(f"{k}{r}" for k, r in events[:10]) + (" ..." if len(events) > 10 else "")
-    want = f"{m} forwards of {per} rows, then {m} backwards"
-    forwards = [r for k, r in events if k == "F"]
-    backwards = [r for k, r in events if k == "B"]
-    if len(forwards) != m or any(r != per for r in forwards):
-        rows = ", ".join(map(str, sorted(set(forwards))))
-        return (
-            f"it ran {len(forwards)} forward{'s' if len(forwards) != 1 else ''} of {rows} rows ({shown});"
-            f" GPipe runs {want}: cut the batch into num_micro_batches equal micro-batches and call stage(x) once"
-            " on each"
-        )
-    if len(backwards) != m or any(r != per for r in backwards):
-        return f"it ran {len(backwards)} backward passes ({shown}); GPipe runs {want}: backpropagate every micro-batch"
-    if events[:m] != [("F", per)] * m:
-        return (
-            f"it ran a backward before its last forward ({shown}); GPipe runs {want}: every stage first pushes all"
-            " M micro-batches forward, and only then runs their backwards (that is what fills the pipeline)"
-        )
-    return None
-
-
-LIBRARY = (
-    "your module uses torch.distributed.pipelining: its schedules are not allowed here, since writing the"
-    " schedule is the exercise. Move the activations and gradients yourself with dist.send/dist.recv"
-)
-
-
 def bubble(facts: Facts) -> Outcome:
     total = good = 0
     problems: list[str] = []
@@ -332,25 +251,31 @@ def bubble(facts: Facts) -> Outcome:
                 why = training.UNFINISHED.format(g.name, "its schedule is unknown", "gradients")
                 problems.append(why[0].upper() + why[1:])
                 continue
-            stages = [parse(_at(t.get("events"), run(m))) for t in trees]  # type: ignore[union-attr]
+            stages = [schedule.parse(_at(t.get("events"), run(m))) for t in trees]  # type: ignore[union-attr]
             if any(s is None for s in stages):
                 problems.append(f"{g.name}, M = {m}: a stage's record of its forwards and backwards is unreadable")
                 continue
-            wrong = [(r, why) for r, s in enumerate(stages) if (why := _shape_problem(s, m, int(inputs["batch"])))]  # type: ignore[arg-type]
-            wrong = [(r, LIBRARY) for r, t in enumerate(trees) if t.get("uses_pipelining") is not False] + wrong  # type: ignore[union-attr]
-            ideal = replay(stages, int(inputs["batch"]))  # type: ignore[arg-type]
+            wrong = [
+                (r, why) for r, s in enumerate(stages) if (why := schedule.shape_problem(s, m, int(inputs["batch"])))
+            ]  # type: ignore[arg-type]
+            wrong = [
+                (r, schedule.LIBRARY) for r, t in enumerate(trees) if t.get("uses_pipelining") is not False
+            ] + wrong  # type: ignore[union-attr]
+            ideal = schedule.replay(stages, int(inputs["batch"]))  # type: ignore[arg-type]
             mine = None if ideal is None else round(ideal, 4)
-            row = {"M": m, "theory": round(theory(n, m), 4), "your_schedule": mine}
-            lines = series.setdefault(n, {"theory": [[v, round(theory(n, v), 4)] for v in TIMED_M], "schedule": []})
+            row = {"M": m, "theory": round(schedule.theory(n, m), 4), "your_schedule": mine}
+            lines = series.setdefault(
+                n, {"theory": [[v, round(schedule.theory(n, v), 4)] for v in TIMED_M], "schedule": []}
+            )
             if ideal is not None and [m, mine] not in lines["schedule"]:
                 lines["schedule"] = sorted([*lines["schedule"], [m, mine]])
             if inputs.get("timed"):
-                measured = _measured([_at(t.get("timing"), run(m)) for t in trees])  # type: ignore[union-attr]
+                measured = schedule.measured([_at(t.get("timing"), run(m)) for t in trees])  # type: ignore[union-attr]
                 row["measured_wall_clock"] = None if measured is None else round(measured, 4)
                 if measured is not None:
                     lines.setdefault("measured", []).append([m, round(measured, 4)])
             data.setdefault(f"world_size_{n}", []).append(row)
-            if not wrong and ideal is not None and abs(ideal - theory(n, m)) < 1e-9:
+            if not wrong and ideal is not None and abs(ideal - schedule.theory(n, m)) < 1e-9:
                 good += 1
                 continue
             if wrong:
@@ -358,14 +283,14 @@ def bubble(facts: Facts) -> Outcome:
                 what = f"{g.name}, rank {r}, M = {m}: {why}"
             else:
                 what = f"{g.name}, M = {m}: the stages' orders cannot run together (each waits for another)"
-            if ideal is not None and not (wrong and wrong[0][1] == LIBRARY):
+            if ideal is not None and not (wrong and wrong[0][1] == schedule.LIBRARY):
                 what += (
                     f". Replayed with ideal times, this schedule's bubble is {ideal:.3g}, not (N-1)/(M+N-1)"
-                    f" = {theory(n, m):.3g}"
+                    f" = {schedule.theory(n, m):.3g}"
                 )
             problems.append(what)
     if series:
-        data["chart"] = _chart(series)
+        data["chart"] = schedule.chart(series)
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if problems:
@@ -386,35 +311,6 @@ def run(m: int) -> str:
 
 def _at(runs: Any, key: str) -> Any:
     return runs.get(key) if isinstance(runs, dict) else None
-
-
-def _measured(timings: list[Any]) -> float | None:
-    """1 - (mean busy time) / wall time, the wall from the first stage's start to the last stage's end."""
-    try:
-        starts = [float(t["start"]) for t in timings]
-        ends = [float(t["end"]) for t in timings]
-        busy = [float(t["busy"]) for t in timings]
-    except (TypeError, KeyError, ValueError):
-        return None
-    wall = max(ends) - min(starts)
-    if not wall > 0 or wall > 3600:
-        return None
-    return min(1.0, max(0.0, 1 - sum(busy) / len(busy) / wall))
-
-
-def _chart(series: dict[int, dict[str, list[list[float]]]]) -> dict[str, Any]:
-    names = {"theory": "(N-1)/(M+N-1)", "schedule": "your schedule, ideal times", "measured": "your run, wall clock"}
-    return {
-        "title": "Pipeline bubble: the fraction of each stage's time spent waiting",
-        "x_label": "micro-batches M",
-        "y_label": "bubble fraction",
-        "series": [
-            {"name": f"N = {n}: {names[key]}", "points": points}
-            for n, lines in sorted(series.items())
-            for key, points in lines.items()
-            if points
-        ],
-    }
 
 
 # ---------------------------------------------------------------------------------------------

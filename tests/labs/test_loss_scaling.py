@@ -19,10 +19,14 @@ LOSES = {
     "inf_only": (NOT_SKIPPED, "torch.isfinite"),
     "local_overflow": (NOT_SKIPPED | {"ranks-agree"}, "all-reduce a found-inf flag"),
     "no_unscale": ({"gradients", "parameters"}, "still scaled"),
-    "steps_on_overflow": (NOT_SKIPPED, "must not call optimizer.step()"),
+    "steps_on_overflow": ({"skipped", "parameters"}, "must not call optimizer.step()"),
     "tracker_not_reset": (WRONG_RULE, "reset the growth tracker"),
     "update_uses_local_flag": ({"scales", "ranks-agree"}, "own overflows only"),
 }
+# Checks a mutant loses on some draws only. A step taken on an overflowed gradient leaves an inf or nan
+# in the parameters; behind a tanh (an inf weight saturates it, and its gradient is 0) the later
+# steps stay finite and the scales stay right; elsewhere every later step overflows and backs off.
+MAY_ALSO_LOSE = {"steps_on_overflow": {"scales"}}
 
 # A different structure: GradScaler itself, whose found-inf flags are all-reduced after unscale_,
 # as torch.distributed.fsdp's ShardedGradScaler does.
@@ -101,7 +105,8 @@ def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
     code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
     v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
     lost, advice = LOSES[mutant]
-    assert {c.id for c in v.checks if not c.passed} == lost, v.message
+    got = {c.id for c in v.checks if not c.passed}
+    assert lost <= got <= lost | MAY_ALSO_LOSE.get(mutant, set()), v.message
     assert advice in " ".join(c.message for c in v.checks if not c.passed)
 
 

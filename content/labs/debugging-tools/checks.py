@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from labs import training
+from labs import rules, training
 from labs.judge import Case, Facts, Outcome, case_failure, result
 from labs.public import load_public, load_trusted
 
@@ -267,31 +267,14 @@ def sync(facts: Facts) -> Outcome:
 
 
 def agreement(facts: Facts) -> Outcome:
-    good = total = 0
-    problems: list[str] = []
-    for g, i, case in _sync_calls(facts):
-        total += 1
-        said = [_answer(g, i, r) for r in range(g.world_size)]
-        if any(result(g, i, r) is None for r in range(g.world_size)):
-            problems.append(f"{g.name}, {case.label}: not every rank returned (see the sync check)")
-        elif not all(isinstance(a, bool) for a in said):
-            problems.append(f"{g.name}, {case.label}: not every rank returned a bool")
-        elif len(set(said)) > 1:
-            listed = ", ".join(f"rank {r} {a}" for r, a in enumerate(said))
-            problems.append(
-                f"{g.name}, {case.label}: the ranks disagree ({listed}). A rank that compares its loss with"
-                " rank 0's alone cannot know about the others: reduce the losses so that every rank sees the"
-                " same result (all_reduce with MAX and with MIN, or all_gather) and decide from that"
-            )
-        else:
-            good += 1
-    if not total:
-        return Outcome(False, "no calls were run for this check", fraction=0.0)
-    if problems:
-        n = len(problems) - 1
-        more = f" ({n} more call{'s' if n > 1 else ''} like this)" if n else ""
-        return Outcome(False, f"{problems[0]}{more}.", {"calls": total, "agreed": good}, fraction=good / total)
-    return Outcome(True, f"every rank returned the same answer in all {total} calls", {"calls": total}, fraction=1.0)
+    return rules.same_answer_everywhere(
+        _sync_calls(facts),
+        _answer,
+        values_check="sync",
+        advice="A rank that compares its loss with rank 0's alone cannot know about the others: reduce the"
+        " losses so that every rank sees the same result (all_reduce with MAX and with MIN, or all_gather) and"
+        " decide from that",
+    )
 
 
 def collective_results(facts: Facts) -> Outcome:

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from labs import rules
 from labs.judge import Case, Facts, Outcome, case_failure, result
 
 DIMS = [512, 1024, 512, 64]  # 1,082,944 float32 parameters: 4.33 MB per rank
@@ -154,30 +155,14 @@ def answers(facts: Facts) -> Outcome:
 
 
 def agreement(facts: Facts) -> Outcome:
-    good = total = 0
-    problems: list[str] = []
-    for g, i, case in _calls(facts):
-        total += 1
-        got = [_answer(g, i, r) for r in range(g.world_size)]
-        if any(result(g, i, r) is None for r in range(g.world_size)):
-            problems.append(f"{g.name}, {case.label}: not every rank returned (see the answers check)")
-        elif not all(isinstance(a, bool) for a in got):
-            problems.append(f"{g.name}, {case.label}: not every rank returned a bool")
-        elif len(set(got)) > 1:
-            said = ", ".join(f"rank {r} {a}" for r, a in enumerate(got))
-            problems.append(
-                f"{g.name}, {case.label}: the ranks disagree ({said}). A rank that only compares itself with"
-                " rank 0 cannot know about the others: reduce the fingerprints so that every rank sees the"
-                " same result (all_reduce with MAX and with MIN, or all_gather) and decide from that"
-            )
-        else:
-            good += 1
-    if not total:
-        return Outcome(False, "no calls were run for this check", fraction=0.0)
-    if problems:
-        more = _more(problems)
-        return Outcome(False, f"{problems[0]}{more}.", {"calls": total, "agreed": good}, fraction=good / total)
-    return Outcome(True, f"every rank returned the same answer in all {total} calls", {"calls": total}, fraction=1.0)
+    return rules.same_answer_everywhere(
+        _calls(facts),
+        _answer,
+        values_check="answers",
+        advice="A rank that only compares itself with rank 0 cannot know about the others: reduce the"
+        " fingerprints so that every rank sees the same result (all_reduce with MAX and with MIN, or all_gather)"
+        " and decide from that",
+    )
 
 
 def _more(problems: list[str]) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from labs.judge import Case, Facts, Outcome, case_failure
+from labs import rules
+from labs.judge import Case, Facts, Outcome
 from labs.public import load_public
 
 # The measured MLP: 64 x 512 float64 inputs (256 KiB) and 64 x 384 outputs (192 KiB), large
@@ -127,14 +128,8 @@ def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: lis
     n = world_size
     last = problem["d_out"] if phase == "forward" else problem["d_in"]
     tensor = math.prod(problem["batch"]) * last * ELEMENT
-    theory = 2 * (n - 1) * tensor / n
-    high, low = theory * (1 + SLACK) + FRAMING, theory * (1 - SLACK)
-    data = {
-        "tensor_bytes": tensor,
-        "theoretical_bytes_per_rank": round(theory),
-        "measured_bytes_per_rank": sent,
-        "ratio_to_theory": [round(s / theory, 4) for s in sent],
-    }
+    budget = rules.one_all_reduce(n, tensor, sent, SLACK, FRAMING)
+    theory, high, low, data = budget["theory"], budget["high"], budget["low"], budget["shown"]
     what = "output" if phase == "forward" else "gradient of x"
     one = (
         f"one all-reduce of the {_shape(problem, last)} float64 {what} sends 2(N-1)/N x {tensor:,} = "
@@ -162,37 +157,9 @@ def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: lis
 
 
 def communication(facts: Facts) -> Outcome:
-    data: dict[str, Any] = {}
-    problems: list[str] = []
-    wrong_values = False
-    for g in facts.groups:
-        n = g.world_size
-        for i, case in enumerate(g.cases):
-            if not case.measure:
-                continue
-            phase = case.driver
-            wire = g.wire.get(i)
-            if wire is None:
-                problems.append(f"world size {n}, {phase}: the call did not finish, so its bytes were not counted")
-                continue
-            sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
-            found, why = wire_verdict(n, phase, case.inputs[0]["problem"], sent)
-            found["loopback_bytes"] = wire["loopback_bytes"]
-            data.setdefault(f"world_size_{n}", {})[phase] = found
-            if why:
-                problems.append(why)
-            elif wire["loopback_bytes"] > 1.25 * sum(sent) + 65536:
-                problems.append(
-                    f"world size {n}, {phase}: {wire['loopback_bytes']:,} bytes crossed the loopback, but the"
-                    f" ranks' open connections account for only {sum(sent):,}"
-                )
-            wrong_values = wrong_values or any(case_failure(g, i, r) for r in range(n))
-    if problems:
-        return Outcome(False, "; ".join(problems[:3]), data)
-    if not data:
-        return Outcome(False, "no measured call was run", data)
-    note = " (the bytes are right; the values are judged by the other checks)" if wrong_values else ""
-    return Outcome(True, f"one all-reduce of the output forward and one of the input gradient backward{note}", data)
+    return rules.wire_per_phase(
+        facts, wire_verdict, "one all-reduce of the output forward and one of the input gradient backward"
+    )
 
 
 RULES = {"communication": communication}

@@ -200,6 +200,8 @@ def _load_deck(c: _Collector, folder: Path) -> Deck | None:
     if loaded is None:
         return None
     meta, _, members = loaded
+    for card, where in members:
+        c.problems.extend(rules.check_errata(card, where))
     ordered = sorted((card for card, _ in members), key=lambda card: (card.number is None, card.number or 0, card.id))
     return Deck(**meta.model_dump(), cards=ordered)
 

@@ -32,6 +32,28 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
+class Erratum(Strict):
+    """Where an item says something other than its source document, on purpose.
+
+    ``field`` names what was corrected (``answer``, ``explanation``, ``options.B``, ``value``,
+    ``back``...), ``source`` is what the source document says there, verbatim, so the product
+    stays traceable to it, and ``note`` (Markdown, one paragraph) tells students what changed
+    and why; it is shown as "Corrected: <note>" wherever the corrected field is shown.
+    """
+
+    field: Text
+    source: str
+    note: Text
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _source_as_text(cls, value: object) -> object:
+        # A corrected number (`source: 2.0007`) is kept as the text the source printed.
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return repr(value) if isinstance(value, float) else str(value)
+        return value
+
+
 class Section(Strict):
     id: Id
     title: Text
@@ -59,6 +81,7 @@ class Question(Strict):
     answer: str
     explanation: Text
     cards: list[Id] = Field(default_factory=list)
+    errata: list[Erratum] = Field(default_factory=list)
 
     @field_validator("options", mode="before")
     @classmethod
@@ -116,6 +139,7 @@ class AnswerPart(Strict):
     tolerance: float | str = 0
     unit: str
     explanation: Text
+    errata: list[Erratum] = Field(default_factory=list)
 
     @field_validator("value", mode="before")
     @classmethod
@@ -153,6 +177,7 @@ class Exercise(Strict):
     section: Id | None = None
     difficulty: int | None = Field(default=None, ge=1, le=4)
     parts: list[AnswerPart] = Field(default_factory=list)
+    errata: list[Erratum] = Field(default_factory=list)
     body: Text
 
 
@@ -179,6 +204,7 @@ class Card(Strict):
     topic: str | None = None
     front: Text
     back: Text
+    errata: list[Erratum] = Field(default_factory=list)
 
 
 class Deck(Strict):

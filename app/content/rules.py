@@ -10,7 +10,8 @@ import re
 from collections.abc import Iterator
 
 from app.content import markdown
-from app.content.models import ContentTree, Exercise, ExerciseSetMeta, Question, Quiz, Section
+from app.content.errata import Corrected, corrected_text, erratum_fields, same_text
+from app.content.models import ContentTree, Erratum, Exercise, ExerciseSetMeta, Question, Quiz, Section
 from app.content.source import Problem, Source
 
 Where = dict[tuple[str, str], tuple[Source, tuple[str | int, ...]]]
@@ -85,6 +86,7 @@ def check_question(q: Question, i: int, sections: list[Section], source: Source)
         problems.append(
             source.problem((*at, "answer"), f"{q.id}: answer '{q.answer}' is not among the options {', '.join(keys)}")
         )
+    problems.extend(check_errata(q, source, at))
     if sections and q.section is None:
         problems.append(source.problem(at, f"{q.id}: missing field 'section' (the quiz has sections)"))
     elif q.section is not None and q.section not in section_ids:
@@ -116,6 +118,7 @@ def check_exercise_set(
                 where.problem(("number",), f"exercise number {exercise.number} also used in {numbers[exercise.number]}")
             )
         numbers.setdefault(exercise.number, where.path)
+        problems.extend(check_errata(exercise, where))
         problems.extend(check_parts(exercise, where))
     return problems
 
@@ -128,6 +131,7 @@ def check_parts(exercise: Exercise, where: Source) -> list[Problem]:
         if part.id in seen:
             problems.append(where.problem(("parts", i, "id"), f"duplicate part id '{part.id}' in {exercise.id}"))
         seen.add(part.id)
+        problems.extend(check_errata(part, where, ("parts", i)))
         error = (
             abs(part.value) * float(part.tolerance.rstrip("%")) / 100
             if isinstance(part.tolerance, str)
@@ -138,6 +142,31 @@ def check_parts(exercise: Exercise, where: Source) -> list[Problem]:
                 where.problem(
                     ("parts", i, "tolerance"),
                     f"part '{part.id}': tolerance {part.tolerance} would accept 0 for a value of {part.value:g}",
+                )
+            )
+    return problems
+
+
+def check_errata(item: Corrected, source: Source, at: tuple[str | int, ...] = ()) -> list[Problem]:
+    """Each erratum names a field the item has, once, and records a real change of it."""
+    problems: list[Problem] = []
+    allowed = erratum_fields(item)
+    seen: set[str] = set()
+    errata: list[Erratum] = item.errata
+    for i, erratum in enumerate(errata):
+        loc = (*at, "errata", i, "field")
+        if erratum.field not in allowed:
+            problems.append(source.problem(loc, f"erratum field '{erratum.field}' is not one of {', '.join(allowed)}"))
+            continue
+        if erratum.field in seen:
+            problems.append(source.problem(loc, f"a second erratum for '{erratum.field}': write one per field"))
+        seen.add(erratum.field)
+        if same_text(erratum.source, corrected_text(item, erratum.field)):
+            problems.append(
+                source.problem(
+                    (*at, "errata", i, "source"),
+                    f"the erratum for '{erratum.field}' gives the text the item has now as its source: "
+                    "'source' is what the source document said before the correction",
                 )
             )
     return problems
@@ -178,6 +207,26 @@ def markdown_fields(tree: ContentTree) -> Iterator[tuple[tuple[str, str], tuple[
         for card in deck.cards:
             yield ("card", card.id), ("front",), card.front
             yield ("card", card.id), ("back",), card.back
+    for key, item in _corrected_items(tree):
+        for at, erratum in item:
+            yield key, (*at, "note"), erratum.note
+
+
+def _corrected_items(
+    tree: ContentTree,
+) -> Iterator[tuple[tuple[str, str], list[tuple[tuple[str | int, ...], Erratum]]]]:
+    for quiz in tree.quizzes:
+        for q in quiz.questions:
+            yield ("question", q.id), [(("errata", i), e) for i, e in enumerate(q.errata)]
+    for ex_set in tree.exercise_sets:
+        for ex in ex_set.exercises:
+            found: list[tuple[tuple[str | int, ...], Erratum]] = [(("errata", i), e) for i, e in enumerate(ex.errata)]
+            for p, part in enumerate(ex.parts):
+                found += [(("parts", p, "errata", i), e) for i, e in enumerate(part.errata)]
+            yield ("exercise", ex.id), found
+    for deck in tree.decks:
+        for card in deck.cards:
+            yield ("card", card.id), [(("errata", i), e) for i, e in enumerate(card.errata)]
 
 
 def check_markdown(tree: ContentTree, where: Where) -> list[Problem]:

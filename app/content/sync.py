@@ -19,7 +19,10 @@ from sqlalchemy.orm import Session
 from app.content import markdown
 from app.content import models as m
 from app.content import records as r
+from app.content.errata import notes_html
 from app.content.labs import sync_labs
+from app.exercises.rescore import PartChange, rescore_parts
+from app.quizzes.rescore import KeyChange, rescore_keys
 
 Row = TypeVar("Row", bound=r.ContentItem)
 
@@ -29,13 +32,15 @@ class SyncReport:
     added: dict[str, int] = field(default_factory=dict)
     updated: dict[str, int] = field(default_factory=dict)
     retired: dict[str, int] = field(default_factory=dict)
+    # Submitted quiz attempts and students' exercise parts re-marked because a key changed.
+    rescored: dict[str, int] = field(default_factory=dict)
     digest: str = ""
 
     def count(self, bucket: dict[str, int], kind: str) -> None:
         bucket[kind] = bucket.get(kind, 0) + 1
 
     def summary(self) -> dict[str, Any]:
-        return {"added": self.added, "updated": self.updated, "retired": self.retired}
+        return {"added": self.added, "updated": self.updated, "retired": self.retired, "rescored": self.rescored}
 
 
 def digest(tree: m.ContentTree) -> str:
@@ -56,6 +61,10 @@ class _Upserter:
         if model not in self.existing:
             self.existing[model] = {row.id: row for row in self.session.scalars(select(model))}
         return self.existing[model]
+
+    def current(self, model: type[Row], item_id: str) -> Row | None:
+        """The row as it stands before this sync, if there is one."""
+        return self._existing(model).get(item_id)
 
     def upsert(self, model: type[Row], kind: str, item_id: str, position: int, values: dict[str, Any]) -> Row:
         self.seen.setdefault(model, set()).add(item_id)
@@ -110,7 +119,7 @@ def _question_values(quiz: m.Quiz, q: m.Question) -> dict[str, Any]:
         "prompt_html": markdown.render(q.prompt),
         "options": [{"key": o.key, "html": markdown.render_inline(o.text)} for o in q.options],
         "answer": q.answer,
-        "explanation_html": markdown.render(q.explanation),
+        "explanation_html": markdown.render(q.explanation) + notes_html(q.errata),
         "card_ids": list(q.cards),
         "source": q.model_dump(),
     }
@@ -121,17 +130,47 @@ def _part_values(part: m.AnswerPart) -> dict[str, Any]:
     return {
         **part.model_dump(),
         "prompt_html": markdown.render_inline(part.prompt),
-        "explanation_html": markdown.render(part.explanation),
+        "explanation_html": markdown.render(part.explanation) + notes_html(part.errata),
     }
+
+
+def _erratum_note(errata: list[m.Erratum], fields: tuple[str, ...]) -> str:
+    """The students' note of the erratum that explains a key change, if the change is one."""
+    return next((markdown.render_inline(e.note) for e in errata if e.field in fields), "")
+
+
+def _key_change(row: r.Question | None, q: m.Question) -> KeyChange | None:
+    if row is None or row.answer == q.answer:
+        return None
+    return KeyChange(q.id, row.answer, q.answer, _erratum_note(q.errata, ("answer",)))
+
+
+_MARKING = ("value", "tolerance", "unit")
+
+
+def _part_changes(row: r.Exercise | None, ex: m.Exercise) -> list[PartChange]:
+    """Parts whose marking (value, tolerance or unit) differs from what students were marked against."""
+    before = {p["id"]: p for p in (row.parts if row is not None else [])}
+    out = []
+    for part in ex.parts:
+        old = before.get(part.id)
+        if old is not None and any(old.get(k) != getattr(part, k) for k in _MARKING):
+            note = _erratum_note(part.errata, _MARKING)
+            out.append(PartChange(ex.id, part.id, part.value, part.tolerance, part.unit, note))
+    return out
 
 
 def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncReport:
     """Make the database's content match ``tree``. The caller owns the transaction."""
     report = SyncReport(digest=digest(tree))
     up = _Upserter(session, now, report)
+    keys: list[KeyChange] = []
+    parts: list[PartChange] = []
     for qi, quiz in enumerate(tree.quizzes):
         up.upsert(r.Quiz, "quiz", quiz.id, qi, _quiz_values(quiz))
         for i, q in enumerate(quiz.questions):
+            if change := _key_change(up.current(r.Question, q.id), q):
+                keys.append(change)
             up.upsert(r.Question, "question", q.id, i, _question_values(quiz, q))
     for si, ex_set in enumerate(tree.exercise_sets):
         up.upsert(
@@ -148,13 +187,14 @@ def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncRe
             },
         )
         for i, ex in enumerate(ex_set.exercises):
+            parts += _part_changes(up.current(r.Exercise, ex.id), ex)
             values = {
                 "set_id": ex_set.id,
                 "number": ex.number,
                 "title": ex.title,
                 "section_id": ex.section,
                 "difficulty": ex.difficulty,
-                "body_html": markdown.render(ex.body),
+                "body_html": markdown.render(ex.body) + notes_html(ex.errata),
                 "parts": [_part_values(part) for part in ex.parts],
                 "source": ex.model_dump(exclude={"parts"}),
             }
@@ -174,7 +214,7 @@ def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncRe
                 "number": card.number,
                 "topic": card.topic,
                 "front_html": markdown.render(card.front),
-                "back_html": markdown.render(card.back),
+                "back_html": markdown.render(card.back) + notes_html(card.errata),
                 "source": card.model_dump(),
             }
             up.upsert(r.Card, "card", card.id, i, values)
@@ -184,5 +224,10 @@ def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncRe
                         (r.ExerciseSet, "exercise set"), (r.Card, "card"), (r.Deck, "deck"),
                         (r.Lab, "lab")):  # fmt: skip
         up.retire_unseen(model, kind)
+    session.flush()
+    if keys:
+        report.rescored["quiz attempt"] = rescore_keys(keys, session=session, now=now)
+    if parts:
+        report.rescored["exercise part"] = rescore_parts(parts, session=session, now=now)
     session.add(r.ContentSync(synced_at=now, digest=report.digest, summary=report.summary()))
     return report

@@ -53,3 +53,21 @@ class ExerciseNote(Base):
     notes: Mapped[str] = mapped_column(Text, default="")
     done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PartRescore(Base):
+    """A student's answers to a part marked again because its accepted value changed: what they
+    see beside the part (solved before, solved now, why)."""
+
+    __tablename__ = "exercise_part_rescores"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    exercise_id: Mapped[str] = mapped_column(ForeignKey("exercises.id"))
+    part_id: Mapped[str] = mapped_column(String(80))
+    was_solved: Mapped[bool] = mapped_column(Boolean)
+    now_solved: Mapped[bool] = mapped_column(Boolean)
+    # How many of the student's answers changed from right to wrong or back.
+    answers_changed: Mapped[int] = mapped_column(Integer)
+    note_html: Mapped[str] = mapped_column(Text, default="")
+    rescored_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -16,10 +16,11 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.content.errata import notes_markdown
 from app.content.records import Exercise
 from app.errors import InvalidInput, NotFound
 from app.exercises.answers import NotANumber, is_correct
-from app.exercises.models import ExerciseNote, PartAnswer, PartProgress
+from app.exercises.models import ExerciseNote, PartAnswer, PartProgress, PartRescore
 
 NOTES_MAX = 20_000
 
@@ -40,6 +41,8 @@ class PartView:
     value: float | None
     explanation: str | None
     explanation_html: str | None
+    # The latest re-marking of the student's answers after the part's accepted value was corrected.
+    rescore: PartRescore | None = None
 
     @property
     def open(self) -> bool:
@@ -87,7 +90,9 @@ def _part(exercise: Exercise, part_id: str) -> dict[str, Any]:
     raise NotFound(f"Exercise {exercise.number} has no part '{part_id}'.")
 
 
-def _view(exercise_id: str, part: dict[str, Any], row: PartProgress | None) -> PartView:
+def _view(
+    exercise_id: str, part: dict[str, Any], row: PartProgress | None, rescore: PartRescore | None = None
+) -> PartView:
     solved = row is not None and row.solved_at is not None
     revealed = row is not None and row.revealed_at is not None
     shown = solved or revealed
@@ -102,8 +107,9 @@ def _view(exercise_id: str, part: dict[str, Any], row: PartProgress | None) -> P
         revealed=revealed,
         last_answer=row.last_answer if row else None,
         value=part["value"] if shown else None,
-        explanation=part["explanation"] if shown else None,
+        explanation=part["explanation"] + notes_markdown(part.get("errata", [])) if shown else None,
         explanation_html=part["explanation_html"] if shown else None,
+        rescore=rescore,
     )
 
 
@@ -117,12 +123,26 @@ def _rows(user_id: int | None, exercise_ids: Iterable[str], *, session: Session)
 def part_views(exercise: Exercise, user_id: int | None, *, session: Session) -> list[PartView]:
     """The exercise's parts as this student (or an anonymous reader) may see them."""
     rows = _rows(user_id, [exercise.id], session=session)
-    return [_view(exercise.id, p, rows.get((exercise.id, p["id"]))) for p in exercise.parts]
+    rescores = _rescores(user_id, exercise.id, session=session)
+    return [_view(exercise.id, p, rows.get((exercise.id, p["id"])), rescores.get(p["id"])) for p in exercise.parts]
 
 
 def part_view(exercise: Exercise, part_id: str, user_id: int | None, *, session: Session) -> PartView:
     part = _part(exercise, part_id)
-    return _view(exercise.id, part, _rows(user_id, [exercise.id], session=session).get((exercise.id, part_id)))
+    row = _rows(user_id, [exercise.id], session=session).get((exercise.id, part_id))
+    return _view(exercise.id, part, row, _rescores(user_id, exercise.id, session=session).get(part_id))
+
+
+def _rescores(user_id: int | None, exercise_id: str, *, session: Session) -> dict[str, PartRescore]:
+    """The latest re-marking of each of the exercise's parts for this student."""
+    if user_id is None:
+        return {}
+    query = (
+        select(PartRescore)
+        .where(PartRescore.user_id == user_id, PartRescore.exercise_id == exercise_id)
+        .order_by(PartRescore.id)
+    )
+    return {r.part_id: r for r in session.scalars(query)}
 
 
 def _progress_row(user_id: int, exercise_id: str, part_id: str, *, session: Session, now: datetime) -> PartProgress:

@@ -36,6 +36,18 @@ def _result(attempt: QuizAttempt, *, session: Session) -> ResultOut:
             "auto_submitted": attempt.auto_submitted,
             "key_shown": page.key_shown,
             "late": page.late,
+            "rescores": [
+                {
+                    "question_id": x.question.id if x.question else None,
+                    "old_answer": x.old_answer or None,
+                    "new_answer": x.new_answer or None,
+                    "old_score": x.old_score,
+                    "new_score": x.new_score,
+                    "max_score": x.max_score,
+                    "rescored_at": x.rescored_at,
+                }
+                for x in page.rescores
+            ],
         }
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Base, UTCDateTime, utcnow
@@ -62,3 +62,23 @@ class QuizAnswer(Base):
     correct: Mapped[bool | None] = mapped_column(Boolean)
 
     attempt: Mapped[QuizAttempt] = relationship(back_populates="answers")
+
+
+class QuizRescore(Base):
+    """A submitted attempt marked again because a question's key was corrected: the record a student
+    and their instructor see beside the result (which question, the keys, the score before and after)."""
+
+    __tablename__ = "quiz_rescores"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("quiz_attempts.id", ondelete="CASCADE"), index=True)
+    question_id: Mapped[str] = mapped_column(String(80))
+    old_answer: Mapped[str] = mapped_column(String(4))
+    new_answer: Mapped[str] = mapped_column(String(4))
+    choice: Mapped[str | None] = mapped_column(String(4))
+    old_score: Mapped[int] = mapped_column(Integer)
+    new_score: Mapped[int] = mapped_column(Integer)
+    max_score: Mapped[int] = mapped_column(Integer)
+    # The erratum's note as HTML (why the key changed), or "" when the change came without one.
+    note_html: Mapped[str] = mapped_column(Text, default="")
+    rescored_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

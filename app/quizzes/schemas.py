@@ -61,6 +61,19 @@ class MarkOut(BaseModel):
     explanation: str | None
 
 
+class RescoreOut(BaseModel):
+    """The attempt was marked again after a question's key was corrected. ``question_id`` and the
+    keys are null while the quiz's policy hides the key."""
+
+    question_id: str | None
+    old_answer: str | None
+    new_answer: str | None
+    old_score: int
+    new_score: int
+    max_score: int
+    rescored_at: datetime
+
+
 class ResultOut(BaseModel):
     score: int
     max_score: int
@@ -73,6 +86,7 @@ class ResultOut(BaseModel):
     auto_submitted: bool
     key_shown: bool = True
     late: bool = False
+    rescores: list[RescoreOut] = []
 
 
 class AttemptOut(BaseModel):

@@ -13,9 +13,10 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from app.content.errata import notes_markdown
 from app.content.records import Card, Question, Quiz
 from app.errors import NotFound
-from app.quizzes import attempts, policy, scoring, statistics
+from app.quizzes import attempts, policy, rescore, scoring, statistics
 from app.quizzes.models import QuizAttempt
 
 
@@ -178,6 +179,22 @@ class ReviewItem:
 
 
 @dataclass(frozen=True)
+class RescoreView:
+    """A re-marking of the attempt after a corrected key. While the key is hidden, only the scores
+    and the date show: ``question``, the keys and the note are blanked."""
+
+    question: QuestionView | None
+    old_answer: str
+    new_answer: str
+    choice: str | None
+    old_score: int
+    new_score: int
+    max_score: int
+    note_html: str
+    rescored_at: datetime
+
+
+@dataclass(frozen=True)
 class ResultPage:
     attempt: QuizAttempt
     quiz: Quiz
@@ -187,6 +204,7 @@ class ResultPage:
     key_shown: bool = True  # the quiz's show_answers policy; an instructor always sees the key
     late: bool = False
     student: str | None = None  # set when an instructor reviews someone else's attempt
+    rescores: tuple[RescoreView, ...] = ()
 
 
 def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, reviewer: bool = False) -> ResultPage:
@@ -212,7 +230,7 @@ def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, review
             m["answer"],
             m["correct"],
             by_id[m["id"]].explanation_html,
-            by_id[m["id"]].source.get("explanation", ""),
+            by_id[m["id"]].source.get("explanation", "") + notes_markdown(by_id[m["id"]].source.get("errata", [])),
             tuple(live[c] for c in (by_id[m["id"]].card_ids or []) if c in live),
         )
         for m in attempt.result["marks"]
@@ -222,9 +240,16 @@ def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, review
     shown = reviewer or policy.key_visible(quiz.show_answers, quiz.due_at, now)
     if not shown:
         items = tuple(ReviewItem(i.question, i.choice, "", False, "", "") for i in items)
+    rescores = tuple(
+        RescoreView(views.get(x.question_id), x.old_answer, x.new_answer, x.choice, x.old_score, x.new_score,
+                    x.max_score, x.note_html, x.rescored_at)
+        if shown
+        else RescoreView(None, "", "", None, x.old_score, x.new_score, x.max_score, "", x.rescored_at)
+        for x in rescore.rescores_of(attempt.id, session=session)
+    )  # fmt: skip
     return ResultPage(
         attempt, quiz, result, items, scoring.pass_mark(quiz.passing_score, result["max_score"]),
-        key_shown=shown, late=policy.is_late(attempt.submitted_at, quiz.due_at),
+        key_shown=shown, late=policy.is_late(attempt.submitted_at, quiz.due_at), rescores=rescores,
     )  # fmt: skip
 
 

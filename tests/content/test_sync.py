@@ -28,7 +28,7 @@ def test_repository_content_is_loaded(session: Session) -> None:
 
 def test_resync_of_same_tree_changes_nothing(session: Session, content_tree) -> None:  # type: ignore[no-untyped-def]
     report = sync_tree(content_tree, session=session, now=T1)
-    assert report.summary() == {"added": {}, "updated": {}, "retired": {}}
+    assert report.summary() == {"added": {}, "updated": {}, "retired": {}, "rescored": {}}
 
 
 def test_fixing_a_typo_keeps_the_id_and_updates_the_text(session: Session, tmp_path: Path) -> None:

@@ -48,13 +48,14 @@ def same_text(a: str, b: str) -> bool:
 
 
 def as_in_source(item: Item) -> Item:
-    """``item`` with every corrected field put back to what the source said (errata dropped).
+    """``item`` with every field corrected against its source put back to what the source said
+    (errata dropped). Corrections of the product's own text (``in_source: false``) stay as they are.
 
     A corrected ``value`` comes back as a number; any other field as the source's text.
     """
     changes: dict[str, object] = {"errata": []}
     options = None
-    for erratum in item.errata:
+    for erratum in (e for e in item.errata if e.in_source):
         if erratum.field.startswith("options.") and isinstance(item, Question):
             key = erratum.field.removeprefix("options.")
             options = [

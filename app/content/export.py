@@ -33,6 +33,7 @@ def export_tree(tree: ContentTree) -> dict[str, Any]:
                         "answer": q.answer,
                         "explanation": q.explanation,
                         "cards": list(q.cards),
+                        "errata": [e.model_dump() for e in q.errata],
                     }
                     for q in quiz.questions
                 ],

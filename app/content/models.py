@@ -39,11 +39,16 @@ class Erratum(Strict):
     ``back``...), ``source`` is what the source document says there, verbatim, so the product
     stays traceable to it, and ``note`` (Markdown, one paragraph) tells students what changed
     and why; it is shown as "Corrected: <note>" wherever the corrected field is shown.
+    A changed key or part value also re-scores what was marked against the old one.
     """
 
     field: Text
     source: str
     note: Text
+    # False where the text corrected was this product's own, not the source document's (an answer
+    # part's value or tolerance, written when the source was converted): ``source`` is then what
+    # the product said before, and fidelity checks leave the field as it is now.
+    in_source: bool = True
 
     @field_validator("source", mode="before")
     @classmethod

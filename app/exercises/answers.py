@@ -75,8 +75,9 @@ def allowed_error(value: float, tolerance: float | str) -> float:
 
 
 def _close(candidate: float, value: float, error: float) -> bool:
-    # A hair of slack so that 0.1 + 0.2-style rounding never rejects an exact answer.
-    return abs(candidate - value) <= error + 1e-9 * max(1.0, abs(value))
+    # A hair of slack, relative to the value, so that 0.1 + 0.2-style rounding never rejects an exact
+    # answer; never an absolute one, which would accept anything near zero for a value like 1.18e-38.
+    return abs(candidate - value) <= error + 1e-9 * abs(value)
 
 
 def is_correct(answer: str, *, value: float, tolerance: float | str, unit: str) -> bool:

@@ -13,6 +13,12 @@ The seed has two layouts:
   block ``How well did you know this?`` / 1 / Not at all / 2 / 3 / 4 / 5 / Perfectly;
 * cards 25-89 ("Markdown"): number, ``*Topic:* question``, and one line of
   Markdown whose list items were flattened onto it (`` - item - item``).
+
+Some cards correct their source on purpose and say so in an ``errata`` list. The
+fidelity tests compare the card as its source printed it (``as_in_source``: each
+corrected field put back to the erratum's ``source``) with the seed; further
+tests check that each erratum's ``source`` is the seed's text and that the card
+really differs from it, and pin the list of corrected cards.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from app.content.models import ContentTree, Deck
+from app.content.errata import as_in_source
+from app.content.models import Card, ContentTree, Deck
 
 SEED_NAME = "004_8c6267489fed25a8.txt"
 DECK_ID = "mire-dis-train"
@@ -33,6 +40,28 @@ DECK_DIR = Path(__file__).resolve().parents[2] / "content" / "decks" / DECK_ID
 # In the flattened Markdown layout " - " separates list items, except these
 # few places where it is a minus sign inside an item's text (card -> snippets).
 IN_TEXT_MINUS = {86: ["80 GB - 48"]}
+
+# The cards that correct their source, and the fields each one corrects.
+CORRECTED = {
+    "mdt-001": ["back"],
+    "mdt-002": ["back"],
+    "mdt-003": ["back"],
+    "mdt-005": ["back"],
+    "mdt-011": ["back"],
+    "mdt-014": ["back"],
+    "mdt-018": ["back"],
+    "mdt-032": ["back"],
+    "mdt-051": ["back"],
+    "mdt-055": ["back"],
+    "mdt-059": ["back"],
+    "mdt-061": ["back"],
+    "mdt-062": ["back"],
+    "mdt-066": ["back"],
+    "mdt-067": ["front", "back"],
+    "mdt-071": ["back"],
+    "mdt-075": ["back"],
+    "mdt-080": ["back"],
+}
 
 
 @dataclass(frozen=True)
@@ -151,6 +180,12 @@ def cards_by_number(deck: Deck) -> dict:
     return {card.number: card for card in deck.cards}
 
 
+@pytest.fixture(scope="module")
+def source_cards_by_number(deck: Deck) -> dict[int, Card]:
+    """Each card as the seed printed it: corrected fields put back to their errata's ``source``."""
+    return {card.number: as_in_source(card) for card in deck.cards}
+
+
 def test_seed_parses_into_89_cards(seed: Seed) -> None:
     assert seed.declared_count == CARD_COUNT
     assert sorted(seed.cards) == list(range(1, CARD_COUNT + 1))
@@ -190,9 +225,9 @@ def test_rating_scale_matches_seed(seed: Seed, deck: Deck) -> None:
 
 
 @pytest.mark.parametrize("number", range(1, CARD_COUNT + 1))
-def test_card_question_matches_seed(number: int, seed: Seed, cards_by_number: dict) -> None:
+def test_card_question_matches_seed(number: int, seed: Seed, source_cards_by_number: dict) -> None:
     want = seed.cards[number]
-    card = cards_by_number[number]
+    card = source_cards_by_number[number]
     assert card.topic == want.topic
     assert normalise_inline(card.front) == _squash(want.question)
     joined = f"{card.topic}: {card.front}" if card.topic else card.front
@@ -201,18 +236,19 @@ def test_card_question_matches_seed(number: int, seed: Seed, cards_by_number: di
 
 
 @pytest.mark.parametrize("number", range(1, CARD_COUNT + 1))
-def test_card_answer_matches_seed(number: int, seed: Seed, cards_by_number: dict) -> None:
+def test_card_answer_matches_seed(number: int, seed: Seed, cards_by_number: dict, source_cards_by_number: dict) -> None:
     want = seed.cards[number]
-    card = cards_by_number[number]
+    card = source_cards_by_number[number]
     assert normalise_back(card.back) == normalise_seed_answer(want)
     assert "How well did you know this?" not in card.back
+    assert "How well did you know this?" not in cards_by_number[number].back
 
 
 @pytest.mark.parametrize("number", range(1, CARD_COUNT + 1))
-def test_card_keeps_seed_list_structure(number: int, seed: Seed, cards_by_number: dict) -> None:
+def test_card_keeps_seed_list_structure(number: int, seed: Seed, source_cards_by_number: dict) -> None:
     """Each seed list item is its own Markdown list line; numbered steps stay numbered."""
     want = seed.cards[number]
-    back_lines = cards_by_number[number].back.splitlines()
+    back_lines = source_cards_by_number[number].back.splitlines()
     bullets = sum(1 for line in back_lines if line.startswith("- "))
     numbered = [int(m.group(1)) for line in back_lines if (m := re.match(r"^(\d+)\. ", line))]
     if want.layout == "plain":
@@ -228,3 +264,25 @@ def test_card_keeps_seed_list_structure(number: int, seed: Seed, cards_by_number
             k += 1
     assert bullets == want_bullets
     assert numbered == want_numbered
+
+
+def test_corrected_cards_are_exactly_these(deck: Deck) -> None:
+    corrected = {card.id: [e.field for e in card.errata] for card in deck.cards if card.errata}
+    assert corrected == CORRECTED
+
+
+@pytest.mark.parametrize("card_id", sorted(CORRECTED))
+def test_erratum_source_is_the_seed_text(card_id: str, seed: Seed, deck: Deck) -> None:
+    """Each erratum records what the seed says in that field, and the card now says something else."""
+    card = next(c for c in deck.cards if c.id == card_id)
+    want = seed.cards[card.number]
+    assert card.errata
+    for erratum in card.errata:
+        assert erratum.note.strip()
+        if erratum.field == "back":
+            assert normalise_back(erratum.source) == normalise_seed_answer(want)
+            assert normalise_back(card.back) != normalise_seed_answer(want)
+        else:
+            assert erratum.field == "front"
+            assert normalise_inline(erratum.source) == _squash(want.question)
+            assert normalise_inline(card.front) != _squash(want.question)

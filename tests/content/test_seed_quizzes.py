@@ -7,6 +7,12 @@ mangled range fails here.
 Seeds:
 - 000_c0c9601b042dcc44.txt: "Chapter 35: Quiz -- Distributed Training and Scaling" (plain text)
 - 001_f967120a294163c3.txt: "Module 202 Quiz: Distributed Training at Scale" (Markdown)
+
+Some questions correct their source on purpose and say so in an ``errata`` list. The
+fidelity tests compare each question as its source printed it (``as_in_source``: each
+corrected field put back to the erratum's ``source``) with the seed; further tests check
+that each erratum's ``source`` is the seed's text and that the question really differs
+from it, and pin the list of corrected fields.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from app.content.errata import as_in_source
 from app.content.markdown import render
 from app.content.models import ContentTree, Question, Quiz
 
@@ -25,6 +32,23 @@ CH35_SEED = "000_c0c9601b042dcc44.txt"
 M202_SEED = "001_f967120a294163c3.txt"
 CH35_ID = "ch35-quiz"
 M202_ID = "module-202"
+
+# The questions that correct their source, and the fields each one corrects.
+CORRECTED = {
+    "ch35-q04": ["options.A"],
+    "ch35-q13": ["explanation"],
+    "m202-q02": ["prompt", "explanation"],
+    "m202-q04": ["explanation"],
+    "m202-q05": ["options.B"],
+    "m202-q09": ["explanation"],
+    "m202-q14": ["explanation"],
+    "m202-q15": ["prompt", "explanation"],
+    "m202-q16": ["explanation"],
+    "m202-q19": ["explanation"],
+    "m202-q21": ["prompt", "explanation"],
+    "m202-q23": ["answer", "explanation"],
+    "m202-q25": ["prompt", "explanation"],
+}
 
 # A backslash before ASCII punctuation is a CommonMark escape (`\$`, `\*`, `\_`).
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -275,14 +299,14 @@ def test_ch35_has_no_module_only_fields(ch35: Quiz) -> None:
 
 
 def test_m202_answers_equal_answer_key_summary(m202: Quiz, m202_seed: SeedQuiz) -> None:
-    got = {int(q.id.removeprefix("m202-q")): q.answer for q in m202.questions}
+    got = {int(q.id.removeprefix("m202-q")): as_in_source(q).answer for q in m202.questions}
     assert got == m202_seed.answer_key
     # The per-question "**Answer**:" lines agree with the summary too.
     assert {q.number: q.answer for q in m202_seed.questions} == m202_seed.answer_key
 
 
 def test_ch35_answers_equal_seed(ch35: Quiz, ch35_seed: SeedQuiz) -> None:
-    assert [q.answer for q in ch35.questions] == [q.answer for q in ch35_seed.questions]
+    assert [as_in_source(q).answer for q in ch35.questions] == [q.answer for q in ch35_seed.questions]
 
 
 # --- text: every word kept ----------------------------------------------------------------------
@@ -290,7 +314,7 @@ def test_ch35_answers_equal_seed(ch35: Quiz, ch35_seed: SeedQuiz) -> None:
 
 def _text_mismatches(quiz: Quiz, seed: SeedQuiz) -> list[str]:
     out = []
-    for q, s in zip(quiz.questions, seed.questions, strict=True):
+    for q, s in zip(map(as_in_source, quiz.questions), seed.questions, strict=True):
         if norm(q.prompt) != norm(s.prompt):
             out.append(f"{q.id} prompt: {q.prompt!r} != seed {s.prompt!r}")
         if [o.key for o in q.options] != list(s.options):
@@ -311,6 +335,43 @@ def test_m202_text_equals_seed(m202: Quiz, m202_seed: SeedQuiz) -> None:
     assert _text_mismatches(m202, m202_seed) == []
 
 
+# --- errata: where a question corrects its seed on purpose --------------------------------------
+
+
+def _seed_text(s: SeedQuestion, field: str) -> str:
+    if field.startswith("options."):
+        return s.options[field.removeprefix("options.")]
+    return {"prompt": s.prompt, "answer": s.answer, "explanation": s.explanation}[field]
+
+
+def _current_text(q: Question, field: str) -> str:
+    if field.startswith("options."):
+        return next(o.text for o in q.options if o.key == field.removeprefix("options."))
+    return {"prompt": q.prompt, "answer": q.answer, "explanation": q.explanation}[field]
+
+
+def test_corrected_questions_are_exactly_these(ch35: Quiz, m202: Quiz) -> None:
+    corrected = {q.id: [e.field for e in q.errata] for quiz in (ch35, m202) for q in quiz.questions if q.errata}
+    assert corrected == CORRECTED
+
+
+def test_erratum_source_is_the_seed_text(ch35: Quiz, m202: Quiz, ch35_seed: SeedQuiz, m202_seed: SeedQuiz) -> None:
+    """Each erratum records what the seed says in that field, and the question now says something else."""
+    out = []
+    for quiz, seed in ((ch35, ch35_seed), (m202, m202_seed)):
+        for q, s in zip(quiz.questions, seed.questions, strict=True):
+            for e in q.errata:
+                want = _seed_text(s, e.field)
+                if norm(e.source) != norm(want):
+                    out.append(f"{q.id} {e.field}: erratum source {e.source!r} != seed {want!r}")
+                if norm(_current_text(q, e.field)) == norm(want):
+                    out.append(f"{q.id} {e.field}: the question still says what the seed says")
+                if not e.note.strip():
+                    out.append(f"{q.id} {e.field}: no note")
+    assert out == []
+    assert sum(len(q.errata) for quiz in (ch35, m202) for q in quiz.questions) == sum(map(len, CORRECTED.values()))
+
+
 def _fields(q: Question) -> list[tuple[str, str]]:
     return [("prompt", q.prompt), ("explanation", q.explanation)] + [(f"option {o.key}", o.text) for o in q.options]
 
@@ -326,6 +387,11 @@ def test_rendered_text_is_literal(ch35: Quiz, m202: Quiz) -> None:
                 inner = rendered.removeprefix("<p>").removesuffix("</p>")
                 if "<" in inner or norm(html.unescape(inner)) != norm(text):
                     out.append(f"{q.id} {name}: {text!r} renders as {rendered!r}")
+            for e in q.errata:
+                rendered = render(e.note).strip()
+                inner = rendered.removeprefix("<p>").removesuffix("</p>")
+                if "<" in inner or norm(html.unescape(inner)) != norm(e.note):
+                    out.append(f"{q.id} {e.field} note: {e.note!r} renders as {rendered!r}")
     assert out == []
 
 

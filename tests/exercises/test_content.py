@@ -53,7 +53,7 @@ def test_parts_load_and_export(tmp_path: Path) -> None:
     exported = export_tree(tree)["exercise_sets"][0]["exercises"][0]["parts"]
     assert exported[1] == {
         "id": "b", "prompt": "Fraction of the step, in percent.", "value": 1.456, "tolerance": "1%", "unit": "%",
-        "explanation": "$3.64 / 250$.",
+        "explanation": "$3.64 / 250$.", "errata": [],
     }  # fmt: skip
 
 

@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,10 +34,22 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("browser-data")
+    with serve(tmp_path_factory.mktemp("browser-data")) as base:
+        yield base
+
+
+def server_env(data: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server (and of its `ringlab` commands) keeping its SQLite file in ``data``."""
     # Every browser journey signs up from 127.0.0.1: more than the default 10 sign-ups an hour.
-    env = {**os.environ, "RINGLAB_DATA_DIR": str(data), "DATABASE_URL": "", "RINGLAB_SIGNUP_LIMIT_PER_CLIENT": "200"}
-    env.pop("DATABASE_URL")
+    env = {**os.environ, "RINGLAB_DATA_DIR": str(data), "RINGLAB_SIGNUP_LIMIT_PER_CLIENT": "200", **extra}
+    env.pop("DATABASE_URL", None)
+    return env
+
+
+@contextmanager
+def serve(data: Path, **extra: str) -> Iterator[str]:
+    """`ringlab serve` on a free port with its own database in ``data``; yields its base URL."""
+    env = server_env(data, **extra)
     run = [sys.executable, "-m", "app"]
     subprocess.run([*run, "db", "upgrade"], cwd=REPO, env=env, check=True, capture_output=True)
     subprocess.run(
@@ -59,10 +72,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.kill()
             raise RuntimeError(f"server did not start:\n{(data / 'server.log').read_text()}")
         time.sleep(0.2)
-    yield base
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
+    try:
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
 
 
 @pytest.fixture(scope="session")

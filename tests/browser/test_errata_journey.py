@@ -1,0 +1,86 @@
+"""A corrected key reaches a student who already sat the quiz: in a real Chromium, against a server
+that first serves Module 202 as its source keyed it (question 23: D) and is then synced with the
+corrected content by `ringlab content sync`, as a course upgrading its server would."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import REPO, serve, server_env
+from tests.conftest import CONTENT_DIR
+
+pytestmark = pytest.mark.browser
+QUIZ = Path("quizzes/module-202.yaml")
+
+
+def _as_the_source_keyed_it(content: Path) -> None:
+    """Module 202 with question 23 as its source printed it: key D, no erratum."""
+    path = content / QUIZ
+    quiz = yaml.safe_load(path.read_text(encoding="utf-8"))
+    q23 = next(q for q in quiz["questions"] if q["id"] == "m202-q23")
+    for erratum in q23.pop("errata"):
+        q23[erratum["field"]] = erratum["source"]
+    assert q23["answer"] == "D"
+    path.write_text(yaml.safe_dump(quiz, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def upgraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
+    """(base URL, the server's content folder, its data folder) of a server on the uncorrected quiz."""
+    data = tmp_path_factory.mktemp("errata-data")
+    content = tmp_path_factory.mktemp("errata-content") / "content"
+    shutil.copytree(CONTENT_DIR, content)
+    _as_the_source_keyed_it(content)
+    with serve(data, RINGLAB_CONTENT_DIR=str(content), RINGLAB_EMBEDDED_WORKER="false") as base:
+        yield base, content, data
+
+
+def test_a_student_who_chose_c_on_question_23_gains_the_point(
+    browser: Browser, upgraded: tuple[str, Path, Path]
+) -> None:
+    base, content, data = upgraded
+    context = browser.new_context(base_url=base)
+    page: Page = context.new_page()
+    page.goto("/signup")
+    page.get_by_label("Username").fill("errata-student")
+    page.get_by_label("Password").fill("a-good-password")
+    page.get_by_role("button", name="Sign up").click()
+    page.goto("/quizzes/module-202")
+    page.get_by_role("button", name="Start the quiz").click()
+    page.get_by_role("link", name="Question 23, not answered").click()
+    expect(page.get_by_text(re.compile(r"^Question 23 of 25"))).to_be_visible()
+    assert page.locator("form.answer-form").get_attribute("data-question-id") == "m202-q23"
+    page.locator("form.answer-form input[value='C']").check()
+    expect(page.get_by_text("1 of 25 answered")).to_be_visible()
+    page.get_by_role("button", name="Finish attempt…").click()
+    page.get_by_role("button", name="Submit attempt").click()
+    expect(page.get_by_role("heading", name="Your result")).to_be_visible()
+    expect(page.get_by_test_id("score")).to_have_text("0/25")  # C was marked wrong against the source's D
+
+    shutil.copy(CONTENT_DIR / QUIZ, content / QUIZ)  # the corrected quiz
+    sync = subprocess.run(
+        [sys.executable, "-m", "app", "content", "sync", str(content)],
+        cwd=REPO, env=server_env(data), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "rescored 1 quiz attempt" in sync.stdout
+
+    page.reload()
+    expect(page.get_by_test_id("score")).to_have_text("1/25")
+    rescored = page.get_by_role("region", name="Re-scored")
+    expect(rescored).to_contain_text("the key of question 23 was corrected from D to C; you chose C.")
+    expect(rescored).to_contain_text("Score 0/25 → 1/25.")
+    expect(rescored).to_contain_text("Corrected: the source keyed D")
+    rescored.get_by_role("link", name="question 23").click()
+    review = page.locator("#review-23")
+    expect(review.get_by_text("Correct", exact=True)).to_be_visible()
+    expect(review.locator("aside.erratum[data-field='answer']")).to_contain_text("Corrected:")
+    context.close()

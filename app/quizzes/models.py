@@ -16,7 +16,8 @@ class QuizAttempt(Base):
 
     The question list and the shuffle seed are fixed when the attempt starts, so
     a content change or a reload never reorders what the student is looking at.
-    ``score``/``max_score``/``passed`` are written once, at submit, and never again.
+    ``score``/``max_score``/``passed`` are written at submit, and again only when a question's key
+    is corrected (``app.quizzes.rescore``, which records why).
     """
 
     __tablename__ = "quiz_attempts"
@@ -36,8 +37,9 @@ class QuizAttempt(Base):
     score: Mapped[int | None] = mapped_column(Integer)
     max_score: Mapped[int | None] = mapped_column(Integer)
     passed: Mapped[bool | None] = mapped_column(Boolean)
-    # The whole result as marked at submit (see attempts.result_dict): frozen, so a later fix
-    # to the answer key or the scoring guide never changes a grade already given.
+    # The whole result as marked at submit (see attempts.result_dict): frozen, so a later edit of
+    # a question's wording or the scoring guide never changes a grade already given; a corrected
+    # key is the one exception, re-scored with a record (app.quizzes.rescore).
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     answers: Mapped[list[QuizAnswer]] = relationship(back_populates="attempt", order_by="QuizAnswer.id")

@@ -154,3 +154,18 @@ def test_apkg_export_has_all_89_notes_with_stable_guids(client: TestClient) -> N
     # Re-export: the same notes under the same GUIDs, so Anki updates instead of duplicating.
     # (Not the same bytes: the zip records each file's time with 2-second resolution.)
     assert apkg_notes(client.get(f"/flashcards/{DECK}/export.apkg").content) == (notes, cards)
+
+
+def test_a_corrected_card_keeps_its_guid_and_carries_its_erratum_into_anki(
+    client: TestClient, session: Session
+) -> None:
+    notes, _ = apkg_notes(client.get(f"/flashcards/{DECK}/export.apkg").content)
+    by_id = {flds.split("\x1f")[3]: (guid, flds.split("\x1f")[1]) for guid, flds in notes}
+    guid, back = by_id["mdt-018"]
+    assert guid == genanki.guid_for("ringlab", "mdt-018")  # the note Anki has updates in place
+    assert "42× speedup" in back and '<aside class="erratum" data-field="back"><strong>Corrected:</strong>' in back
+    assert "Corrected:" not in by_id["mdt-004"][1]  # a card that was not corrected has no note
+    make_user(session, "reads-card-18")
+    sign_in(client, "reads-card-18")
+    page = client.get(f"/flashcards/{DECK}/cards/mdt-018")
+    assert '<aside class="erratum" data-field="back">' in page.text

@@ -259,6 +259,59 @@ def users_create(
         engine.dispose()
 
 
+@users_app.command("accommodate")
+def users_accommodate(
+    username: Annotated[str, typer.Argument(help="The student's username.")],
+    multiplier: Annotated[
+        float | None, typer.Option(help="Time limit multiplier, 1 to 4 (1.5 is time and a half).")
+    ] = None,
+    extra_minutes: Annotated[int | None, typer.Option(help="Minutes added after the multiplier.")] = None,
+    note: Annotated[str, typer.Option(help="Why, for instructors (never shown to the student).")] = "",
+    remove: Annotated[bool, typer.Option("--remove", help="Take the extra time away.")] = False,
+) -> None:
+    """Grant, change, show (no options) or --remove a student's extra time on every timed quiz."""
+    from app.accounts.service import find_user
+    from app.config import get_settings
+    from app.db import make_engine, make_sessionmaker, session_scope, utcnow
+    from app.errors import DomainError
+    from app.quizzes import accommodations
+
+    engine = make_engine(get_settings().sqlalchemy_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            user = find_user(username, session=session)
+            if user is None:
+                typer.echo(f"error: there is no account '{username}' (see `ringlab users create`)", err=True)
+                raise typer.Exit(1)
+            if remove:
+                gone = accommodations.remove(user.id, session=session)
+                typer.echo(f"removed {user.username}'s extra time" if gone else f"{user.username} had no extra time")
+                return
+            found = accommodations.get(user.id, session=session)
+            if multiplier is not None or extra_minutes is not None:
+                # An option left out keeps its current value (or none: 1x, 0 minutes).
+                found = accommodations.grant(
+                    user.id,
+                    multiplier=multiplier if multiplier is not None else found.time_multiplier if found else 1.0,
+                    extra_minutes=extra_minutes if extra_minutes is not None else found.extra_minutes if found else 0,
+                    note=note or (found.note if found else ""),
+                    granted_by=None, session=session, now=utcnow(),
+                )  # fmt: skip
+            if found is None:
+                typer.echo(f"{user.username} has no extra time: each quiz's own time limit")
+                return
+            example = accommodations.limit_minutes(60, found.time_multiplier, found.extra_minutes)
+            typer.echo(
+                f"{user.username} gets {accommodations.describe(found)} on every timed quiz "
+                f"(a 60-minute quiz: {example} minutes), from the next attempt started"
+            )
+    except DomainError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
+
+
 @lab_app.command("test")
 def lab_test(
     lab_ids: Annotated[list[str] | None, typer.Argument(help="Lab ids (default: every lab).")] = None,

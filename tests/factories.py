@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from fastapi.testclient import TestClient
@@ -16,7 +16,7 @@ from app.flashcards.models import NEW, REVIEW, CardState, Review
 from app.labs.models import Submission, SubmissionStatus
 from app.quizzes import scoring
 from app.quizzes.attempts import result_dict
-from app.quizzes.models import QuizAnswer, QuizAttempt
+from app.quizzes.models import QuizAccommodation, QuizAnswer, QuizAttempt
 
 PASSWORD = "correct-horse-battery"
 
@@ -101,6 +101,26 @@ def make_attempt(
     if commit:
         session.commit()
     return attempt
+
+
+def make_accommodation(
+    session: Session,
+    user_id: int,
+    *,
+    multiplier: float = 1.0,
+    extra_minutes: int = 0,
+    note: str = "",
+    granted_by: int | None = None,
+    granted_at: datetime = datetime(2026, 3, 1, 9, 0, tzinfo=UTC),
+) -> QuizAccommodation:
+    """A student's extra time on timed quizzes, as an instructor would grant it."""
+    row = QuizAccommodation(
+        user_id=user_id, time_multiplier=multiplier, extra_minutes=extra_minutes, note=note,
+        granted_by=granted_by, granted_at=granted_at,
+    )  # fmt: skip
+    session.add(row)
+    session.commit()
+    return row
 
 
 def make_submission(

@@ -77,3 +77,31 @@ def test_users_create_instructor_then_refuses_a_duplicate(tmp_path: Path) -> Non
     assert again.returncode == 1 and "is taken" in again.stderr
     short = ringlab("users", "create", "newbie", env={**env, "RINGLAB_PASSWORD": "short"})
     assert short.returncode == 1 and "at least 10 characters" in short.stderr
+
+
+def test_users_accommodate_grants_shows_changes_and_removes_extra_time(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'acc.sqlite3'}", "RINGLAB_PASSWORD": "a-long-password"}
+    assert ringlab("db", "upgrade", env=env).returncode == 0
+    assert ringlab("users", "create", "ada", env=env).returncode == 0
+    none = ringlab("users", "accommodate", "ada", env=env)
+    assert none.returncode == 0 and "ada has no extra time" in none.stdout
+    made = ringlab("users", "accommodate", "ADA", "--multiplier", "1.5", "--note", "letter of 3 March", env=env)
+    assert made.returncode == 0, made.stderr
+    assert "ada gets 1.5× the time limit on every timed quiz (a 60-minute quiz: 90 minutes)" in made.stdout
+    # An option left out keeps its value: 1.5x stays, 10 minutes are added.
+    more = ringlab("users", "accommodate", "ada", "--extra-minutes", "10", env=env)
+    assert (
+        "ada gets 1.5× the time limit + 10 extra minutes on every timed quiz (a 60-minute quiz: 100 minutes)"
+        in more.stdout
+    )
+    bad = ringlab("users", "accommodate", "ada", "--multiplier", "15", env=env)
+    assert bad.returncode == 1 and "error: The time multiplier must be between 1 and 4" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert "a 60-minute quiz: 100 minutes" in ringlab("users", "accommodate", "ada", env=env).stdout
+    gone = ringlab("users", "accommodate", "ada", "--remove", env=env)
+    assert gone.returncode == 0 and "removed ada's extra time" in gone.stdout
+    assert "ada has no extra time" in ringlab("users", "accommodate", "ada", env=env).stdout
+    nobody = ringlab("users", "accommodate", "zed", "--multiplier", "2", env=env)
+    assert nobody.returncode == 1 and "there is no account 'zed'" in nobody.stderr

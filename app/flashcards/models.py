@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, UniqueConstraint, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, utcnow
@@ -33,6 +33,9 @@ class StudySettings(Base):
     learning_steps: Mapped[list[int]] = mapped_column(JSON, default=lambda: [1, 10])  # minutes
     relearning_steps: Mapped[list[int]] = mapped_column(JSON, default=lambda: [10])  # minutes
     time_zone: Mapped[str] = mapped_column(String(64), default="UTC")
+    # One-key shortcuts on the study page (1-5, U, -, @, Space/Enter away from a control). Off for
+    # speech input and anyone who types into the page by mistake (WCAG 2.1.4); Ctrl+Z stays.
+    keyboard_shortcuts: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

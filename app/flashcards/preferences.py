@@ -127,6 +127,34 @@ def zone_of(user_id: int, *, session: Session) -> str:
     return zone or "UTC"
 
 
+def shortcuts_on(user_id: int, *, session: Session) -> bool:
+    """Whether the study page answers one-key shortcuts for this student (on until they turn them off)."""
+    on = session.scalar(select(StudySettings.keyboard_shortcuts).where(StudySettings.user_id == user_id))
+    return True if on is None else on
+
+
+def set_shortcuts(user_id: int, on: bool, *, session: Session) -> None:
+    """Turn the student's one-key study shortcuts on or off, keeping their other settings."""
+    row = _row(user_id, session)
+    row.keyboard_shortcuts = on
+    row.updated_at = utcnow()
+    session.add(row)
+    session.flush()
+
+
+def _row(user_id: int, session: Session) -> StudySettings:
+    """The student's settings row; a new one holding the defaults when they never saved any."""
+    row = session.get(StudySettings, user_id)
+    if row is not None:
+        return row
+    defaults = Prefs()
+    return StudySettings(
+        user_id=user_id, desired_retention=defaults.desired_retention, new_per_day=defaults.new_per_day,
+        reviews_per_day=defaults.reviews_per_day, learning_steps=list(defaults.learning_steps),
+        relearning_steps=list(defaults.relearning_steps), time_zone=defaults.time_zone,
+    )  # fmt: skip
+
+
 def set_time_zone(user_id: int, zone: str, *, session: Session) -> None:
     """Set the student's time zone (checked), keeping their other settings."""
     row = session.get(StudySettings, user_id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Form, Query, Request
@@ -49,11 +49,12 @@ def settings_page(request: Request, session: SessionDep, user: CurrentUser) -> H
     return _settings(request, preferences.SettingsForm(
         f"{prefs.desired_retention:.2f}", str(prefs.new_per_day), str(prefs.reviews_per_day),
         preferences.steps_text(prefs.learning_steps), preferences.steps_text(prefs.relearning_steps), prefs.time_zone,
-    ))  # fmt: skip
+    ), preferences.shortcuts_on(user.id, session=session))  # fmt: skip
 
 
-def _settings(request: Request, form: preferences.SettingsForm, **extra: Any) -> HTMLResponse:
-    ctx = {"form": form, "zones": preferences.time_zones(), "low_high": preferences.RETENTION_RANGE, **extra}
+def _settings(request: Request, form: preferences.SettingsForm, shortcuts: bool, **extra: Any) -> HTMLResponse:
+    ctx = {"form": form, "zones": preferences.time_zones(), "low_high": preferences.RETENTION_RANGE,
+           "shortcuts": shortcuts, **extra}  # fmt: skip
     return render(request, "flashcards/settings.html", ctx, status_code=422 if "error" in extra else 200)
 
 
@@ -63,23 +64,27 @@ def save_settings(
     desired_retention: Annotated[str, Form(max_length=20)], new_per_day: Annotated[str, Form(max_length=10)],
     reviews_per_day: Annotated[str, Form(max_length=10)], learning_steps: Annotated[str, Form(max_length=200)] = "",
     relearning_steps: Annotated[str, Form(max_length=200)] = "", time_zone: Annotated[str, Form(max_length=64)] = "UTC",
+    keyboard_shortcuts: Annotated[Literal["on", "off"], Form()] = "on",
 ) -> HTMLResponse:  # fmt: skip
     form = preferences.SettingsForm(
         desired_retention, new_per_day, reviews_per_day, learning_steps, relearning_steps, time_zone
     )
+    shortcuts = keyboard_shortcuts == "on"
     try:
         preferences.save(user.id, preferences.parse(form), session=session)
     except InvalidInput as exc:
-        return _settings(request, form, error=exc.message, field=exc.field)
-    return _settings(request, form, notice="Settings saved.")
+        return _settings(request, form, shortcuts, error=exc.message, field=exc.field)
+    preferences.set_shortcuts(user.id, shortcuts, session=session)
+    return _settings(request, form, shortcuts, notice="Settings saved.")
 
 
 def _missed(request: Request, user_id: int, attempt: int | None, session: Any, notice: str | None = None,
-            status_code: int = 200) -> HTMLResponse:  # fmt: skip
+            status_code: int = 200, announce: str | None = None) -> HTMLResponse:  # fmt: skip
     view = missed.focus_view(user_id, session=session, now=utcnow(), attempt_id=attempt)
     ctx = {
-        "view": view, "attempt": attempt, "notice": notice, "names": RATING_NAMES,
+        "view": view, "attempt": attempt, "notice": notice, "names": RATING_NAMES, "announce": announce,
         "intervals": {raw: format_interval(d) for raw, d in view.intervals.items()},
+        "shortcuts": preferences.shortcuts_on(user_id, session=session),
     }  # fmt: skip
     block = "reviewer" if _is_htmx(request) else None
     return render(request, "flashcards/missed.html", ctx, block=block, status_code=status_code)
@@ -103,14 +108,15 @@ def missed_rate(
     version: Annotated[int, Form()], duration_ms: Annotated[int | None, Form(ge=0, le=86_400_000)] = None,
     attempt: Annotated[int | None, Form(ge=1, le=MAX_ROW_ID)] = None,
 ) -> Response:  # fmt: skip
+    now = utcnow()
     try:
-        study.rate(user.id, card_id, rating, session=session, now=utcnow(), duration_ms=duration_ms,
-                   expected_version=version, fuzz=fuzzing(request))  # fmt: skip
+        rated = study.rate(user.id, card_id, rating, session=session, now=now, duration_ms=duration_ms,
+                           expected_version=version, fuzz=fuzzing(request))  # fmt: skip
     except Conflict as exc:
         return _missed(request, user.id, attempt, session, exc.message, status_code=409)
     if not _is_htmx(request):
         return RedirectResponse("/flashcards/missed" + (f"?attempt={attempt}" if attempt else ""), status_code=303)
-    return _missed(request, user.id, attempt, session)
+    return _missed(request, user.id, attempt, session, announce=rated_message(rating, rated.snap.due, now))
 
 
 @router.get("/{deck_id}", response_class=HTMLResponse)
@@ -128,13 +134,14 @@ def deck_page(
 
 
 def _study(request: Request, user_id: int, deck_id: str, session: Any, notice: str | None = None,
-           status_code: int = 200) -> HTMLResponse:  # fmt: skip
+           status_code: int = 200, announce: str | None = None) -> HTMLResponse:  # fmt: skip
     now = utcnow()
     view = study.study_view(user_id, deck_id, session=session, now=now)
     tz = preferences.get_prefs(user_id, session=session).time_zone
     ctx = {
         "view": view, "deck": view.deck, "notice": notice, "local": _clock(tz), "names": RATING_NAMES,
-        "intervals": {raw: format_interval(d) for raw, d in view.intervals.items()},
+        "intervals": {raw: format_interval(d) for raw, d in view.intervals.items()}, "announce": announce,
+        "shortcuts": preferences.shortcuts_on(user_id, session=session),
     }  # fmt: skip
     block = "reviewer" if _is_htmx(request) else None
     return render(request, "flashcards/study.html", ctx, block=block, status_code=status_code)
@@ -145,10 +152,17 @@ def study_page(deck_id: str, request: Request, session: SessionDep, user: Curren
     return _study(request, user.id, deck_id, session)
 
 
-def _after(request: Request, deck_id: str, user_id: int, session: Any, notice: str | None = None) -> Response:
+def _after(request: Request, deck_id: str, user_id: int, session: Any, notice: str | None = None,
+           announce: str | None = None) -> Response:  # fmt: skip
     if not _is_htmx(request):
         return RedirectResponse(f"/flashcards/{deck_id}/study", status_code=303)
-    return _study(request, user_id, deck_id, session, notice)
+    return _study(request, user_id, deck_id, session, notice, announce=announce)
+
+
+def rated_message(rating: int, due: datetime | None, now: datetime) -> str:
+    """What a screen reader says once a card is rated: the rating and when the card comes back."""
+    back = f" The card comes back in {format_interval(due - now)}." if due is not None else ""
+    return f"Rated {RATING_NAMES[rating]}.{back}"
 
 
 @router.post("/{deck_id}/study/rate", response_class=HTMLResponse)
@@ -157,12 +171,13 @@ def rate(
     card_id: Annotated[str, Form(max_length=80)], rating: Annotated[int, Form(ge=1, le=5)],
     version: Annotated[int, Form()], duration_ms: Annotated[int | None, Form(ge=0, le=86_400_000)] = None,
 ) -> Response:  # fmt: skip
+    now = utcnow()
     try:
-        study.rate(user.id, card_id, rating, session=session, now=utcnow(), duration_ms=duration_ms,
-                   expected_version=version, fuzz=fuzzing(request))  # fmt: skip
+        rated = study.rate(user.id, card_id, rating, session=session, now=now, duration_ms=duration_ms,
+                           expected_version=version, fuzz=fuzzing(request))  # fmt: skip
     except Conflict as exc:
         return _study(request, user.id, deck_id, session, exc.message, status_code=409)
-    return _after(request, deck_id, user.id, session)
+    return _after(request, deck_id, user.id, session, announce=rated_message(rating, rated.snap.due, now))
 
 
 @router.post("/{deck_id}/study/undo", response_class=HTMLResponse)
@@ -214,8 +229,12 @@ def stats_page(deck_id: str, request: Request, session: SessionDep, user: Curren
         "heatmap": charts.heatmap(figures), "forecast": charts.forecast(figures), "counts": charts.counts(figures),
         "buttons": charts.buttons(figures, {k: f"{RATING_NAMES[k]}" for k in RATING_NAMES} | {}),
     }  # fmt: skip
+    tables = {
+        "heatmap": charts.heatmap_table(figures), "forecast": charts.forecast_table(figures),
+        "buttons": charts.buttons_table(figures, RATING_NAMES),
+    }  # fmt: skip
     return render(request, "flashcards/stats.html", {"deck": deck, "stats": figures, "charts": pictures,
-                                                      "labels": labels})  # fmt: skip
+                                                      "tables": tables, "labels": labels})  # fmt: skip
 
 
 @router.get("/{deck_id}/export.apkg")

@@ -1,8 +1,9 @@
-"""One student's work as an instructor sees it: quiz attempts, lab submissions, flashcard statistics."""
+"""One student's work as an instructor sees it: quiz attempts, lab submissions, flashcard statistics,
+and the student's time accommodation on timed quizzes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import select
@@ -15,9 +16,10 @@ from app.flashcards import service as flashcards
 from app.flashcards.stats import Stats
 from app.labs import catalog
 from app.labs.models import Submission
+from app.quizzes import accommodations
 from app.quizzes import attempts as quiz_attempts
 from app.quizzes import service as quizzes
-from app.quizzes.models import QuizAttempt
+from app.quizzes.models import QuizAccommodation, QuizAttempt
 from app.quizzes.policy import is_late
 
 
@@ -36,11 +38,47 @@ class SubmissionRow:
 
 
 @dataclass(frozen=True)
+class TimedQuiz:
+    """A timed quiz's limit and the one this student gets (the same without an accommodation)."""
+
+    title: str
+    limit: int
+    student_limit: int
+
+
+@dataclass(frozen=True)
 class StudentPage:
     user: User
     attempts: list[AttemptRow]
     submissions: list[SubmissionRow]
     decks: list[tuple[Deck, Stats]]
+    accommodation: QuizAccommodation | None = None
+    granted_by: str | None = None  # the instructor who granted it, if not the terminal
+    timed: list[TimedQuiz] = field(default_factory=list)
+
+    @property
+    def accommodation_words(self) -> str:
+        """The accommodation in words ("1.5× the time limit + 10 extra minutes"), or ""."""
+        return accommodations.describe(self.accommodation) if self.accommodation else ""
+
+
+@dataclass(frozen=True)
+class Granted:
+    """A student's time accommodation with the names an instructor reads."""
+
+    student: User
+    accommodation: QuizAccommodation
+    granted_by: str | None  # None when granted from the terminal
+
+
+def granted(user_id: int, *, session: Session) -> Granted:
+    """The student's time accommodation; NotFound when there is no such student, or none granted."""
+    student = get_user(user_id, session=session)
+    found = accommodations.get(user_id, session=session)
+    if found is None:
+        raise NotFound(f"{student.username} has no time accommodation.")
+    granter = session.get(User, found.granted_by) if found.granted_by else None
+    return Granted(student, found, granter.username if granter else None)
 
 
 def get_user(user_id: int, *, session: Session) -> User:
@@ -77,7 +115,14 @@ def student_page(user_id: int, *, session: Session, now: datetime) -> StudentPag
         flashcards.deck_stats(user_id, deck_id, session=session, now=now)
         for deck_id in session.scalars(select(Deck.id).where(Deck.retired_at.is_(None)).order_by(Deck.position))
     ]
-    return StudentPage(user, attempts, submissions, decks)
+    accommodation = accommodations.get(user_id, session=session)
+    granter = granted(user_id, session=session).granted_by if accommodation else None
+    timed = []
+    for quiz in sorted(quizzes_by_id.values(), key=lambda q: q.position):
+        if quiz.time_limit_minutes and quiz.retired_at is None:
+            mine = accommodations.student_limit(quiz.time_limit_minutes, user_id, session=session)
+            timed.append(TimedQuiz(quiz.title, quiz.time_limit_minutes, mine or quiz.time_limit_minutes))
+    return StudentPage(user, attempts, submissions, decks, accommodation, granter, timed)
 
 
 def attempt_for_instructor(attempt_id: int, *, session: Session, now: datetime) -> quizzes.ResultPage:

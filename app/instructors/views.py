@@ -1,18 +1,21 @@
-"""Instructor pages: home, gradebook (htmx filter and sort), a student's page, a read-only attempt, CSV."""
+"""Instructor pages: home, gradebook (htmx filter and sort), a student's page (and their time
+accommodation), a read-only attempt, CSV."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.accounts import stats as account_stats
 from app.content import service as content
 from app.db import utcnow
 from app.deps import RequireInstructor, RowId, SessionDep, WriteSessionDep
+from app.errors import InvalidInput
 from app.instructors import exports, gradebook, overview, students
 from app.labs import catalog
+from app.quizzes import accommodations
 from app.quizzes import service as quizzes
 from app.web.templating import render
 
@@ -63,10 +66,54 @@ def gradebook_csv(request: Request, session: SessionDep, user: RequireInstructor
     return exports.csv_response(text, "gradebook.csv")
 
 
+ACCOMMODATION_NOTICES = {
+    "saved": "Saved: the extra time applies to the next timed quiz attempt this student starts.",
+    "removed": "Removed: this student's next timed quiz attempts get each quiz's own time limit.",
+}
+
+
 @router.get("/students/{user_id}", response_class=HTMLResponse)
-def student(user_id: RowId, request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
+def student(
+    user_id: RowId,
+    request: Request,
+    session: SessionDep,
+    user: RequireInstructor,
+    accommodation: Annotated[str, Query(max_length=10)] = "",
+) -> HTMLResponse:
     page = students.student_page(user_id, session=session, now=utcnow())
-    return render(request, "instructor/student.html", {"page": page})
+    notice = ACCOMMODATION_NOTICES.get(accommodation)
+    return render(request, "instructor/student.html", {"page": page, "notice": notice})
+
+
+@router.post("/students/{user_id}/accommodation", response_class=HTMLResponse)
+def grant_accommodation(
+    user_id: RowId,
+    request: Request,
+    session: SessionDep,
+    user: RequireInstructor,
+    time_multiplier: Annotated[float, Form()] = 1.0,
+    extra_minutes: Annotated[int, Form()] = 0,
+    note: Annotated[str, Form(max_length=accommodations.MAX_NOTE)] = "",
+) -> Response:
+    """Grant or change the student's extra time on timed quizzes; a mistake re-shows the form (422)."""
+    try:
+        accommodations.grant(
+            user_id, multiplier=time_multiplier, extra_minutes=extra_minutes, note=note, granted_by=user.id,
+            session=session, now=utcnow(),
+        )  # fmt: skip
+    except InvalidInput as exc:
+        page = students.student_page(user_id, session=session, now=utcnow())
+        form = {"time_multiplier": time_multiplier, "extra_minutes": extra_minutes, "note": note}
+        context = {"page": page, "error": exc, "form": form}
+        return render(request, "instructor/student.html", context, status_code=422)
+    return RedirectResponse(f"/instructor/students/{user_id}?accommodation=saved#accommodation", status_code=303)
+
+
+@router.post("/students/{user_id}/accommodation/remove")
+def remove_accommodation(user_id: RowId, session: SessionDep, user: RequireInstructor) -> Response:
+    students.get_user(user_id, session=session)
+    accommodations.remove(user_id, session=session)
+    return RedirectResponse(f"/instructor/students/{user_id}?accommodation=removed#accommodation", status_code=303)
 
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse)

@@ -92,7 +92,9 @@ def submission_page(submission_id: RowId, request: Request, session: SessionDep,
         context = {"lab": lab, "submission": submission, "author": author, "result": result}
         response = render(request, "labs/review_submission.html", context)
     elif _partial(request):
-        response = render(request, "labs/lab.html", {"result": result, "lab": lab, "author": author}, block="result")
+        # Polling asks for this fragment until the verdict is in, so a finished one is news: it is read out.
+        context = {"result": result, "lab": lab, "author": author, "announce": submission.done}
+        response = render(request, "labs/lab.html", context, block="result")
         if submission.done:
             response.headers["HX-Trigger"] = EVENT_CHANGED
     else:

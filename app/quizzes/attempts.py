@@ -19,7 +19,7 @@ from app.accounts.models import User
 from app.content.records import Question, Quiz
 from app.db import insert_for
 from app.errors import Conflict, InvalidInput, NotFound
-from app.quizzes import scoring
+from app.quizzes import accommodations, scoring
 from app.quizzes.models import QuizAnswer, QuizAttempt
 
 
@@ -63,7 +63,8 @@ def _expired(attempt: QuizAttempt, now: datetime) -> bool:
 def start_attempt(quiz_id: str, user_id: int, *, session: Session, now: datetime) -> tuple[QuizAttempt, bool]:
     """Start an attempt, or resume the open one: returns ``(attempt, created)``.
 
-    The deadline is fixed here, from the quiz's time limit, on the server's clock.
+    The deadline is fixed here, on the server's clock, from the quiz's time limit as the student's
+    time accommodation stretches it (``accommodations.student_limit``).
     """
     # Write first (see the module docstring); on PostgreSQL also hold the student's row, so two
     # tabs pressing Start at once get one attempt.
@@ -100,7 +101,7 @@ def start_attempt(quiz_id: str, user_id: int, *, session: Session, now: datetime
     ).all()
     if not live:
         raise InvalidInput(f"Quiz '{quiz_id}' has no questions yet.")
-    limit = quiz.time_limit_minutes
+    limit = accommodations.student_limit(quiz.time_limit_minutes, user_id, session=session)
     attempt = QuizAttempt(
         user_id=user_id,
         quiz_id=quiz_id,

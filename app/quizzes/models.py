@@ -1,11 +1,11 @@
-"""Database rows for quizzes (per-student state): attempts and the answers saved in them."""
+"""Database rows for quizzes (per-student state): attempts, the answers saved in them, time accommodations."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, CheckConstraint, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Base, UTCDateTime, utcnow
@@ -84,3 +84,27 @@ class QuizRescore(Base):
     # The erratum's note as HTML (why the key changed), or "" when the change came without one.
     note_html: Mapped[str] = mapped_column(Text, default="")
     rescored_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class QuizAccommodation(Base):
+    """Extra time on every timed quiz for one student (an accommodation letter's "time and a half").
+
+    A student's limit is the quiz's ``time_limit_minutes`` times ``time_multiplier``, plus
+    ``extra_minutes`` (``app.quizzes.accommodations``). One per student and server-wide: there are
+    no courses to scope it to. Fixed into an attempt's deadline when the attempt starts.
+    """
+
+    __tablename__ = "quiz_accommodations"
+    __table_args__ = (
+        CheckConstraint("time_multiplier >= 1", name="time_multiplier"),
+        CheckConstraint("extra_minutes >= 0", name="extra_minutes"),
+    )
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    time_multiplier: Mapped[float] = mapped_column(Float, default=1.0)
+    extra_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    # Why, for the next instructor (e.g. "letter of 3 March"): never shown to the student.
+    note: Mapped[str] = mapped_column(String(200), default="")
+    # Who granted or last changed it; None from the terminal (``ringlab users accommodate``).
+    granted_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    granted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.content.errata import notes_markdown
 from app.content.records import Card, Question, Quiz
 from app.errors import NotFound
-from app.quizzes import attempts, policy, rescore, scoring, statistics
+from app.quizzes import attempts, countdown, policy, rescore, scoring, statistics
 from app.quizzes.models import QuizAttempt
 
 
@@ -144,6 +144,23 @@ class AttemptPage:
         if self.attempt.deadline is None:
             return None
         return max(0, int((self.attempt.deadline - self.now).total_seconds()))
+
+    @property
+    def limit_seconds(self) -> int | None:
+        """The student's own time limit (any accommodation included), as fixed when the attempt started."""
+        if self.attempt.deadline is None:
+            return None
+        return int((self.attempt.deadline - self.attempt.started_at).total_seconds())
+
+    @property
+    def announce_at(self) -> tuple[int, ...]:
+        """Seconds-left marks at which the page announces the time left (``countdown.announce_at``)."""
+        return countdown.announce_at(self.limit_seconds) if self.limit_seconds else ()
+
+    @property
+    def warn_at(self) -> int | None:
+        """Seconds left from which the page shows a written warning (``countdown.warn_at``)."""
+        return countdown.warn_at(self.limit_seconds) if self.limit_seconds else None
 
     def question(self, number: int) -> QuestionView:
         """Question ``number`` (1-based), clamped to the attempt's range."""

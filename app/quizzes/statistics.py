@@ -79,6 +79,12 @@ class QuizStats:
     def flagged(self) -> int:
         return sum(1 for i in self.items if i.flag)
 
+    @property
+    def mode_scores(self) -> list[int]:
+        """The total scores most attempts got (ties all listed, lowest first); empty without attempts."""
+        top = max(self.distribution, default=0)
+        return [score for score, n in enumerate(self.distribution) if n == top] if top else []
+
 
 def correlation(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Pearson's r; None when either side does not vary."""

@@ -11,7 +11,7 @@ from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep, WriteSessionDep
 from app.errors import NotFound
 from app.flashcards import missed
-from app.quizzes import attempts, service
+from app.quizzes import accommodations, attempts, service
 from app.web.templating import render
 
 router = APIRouter(prefix="/quizzes", tags=["quizzes"])
@@ -126,7 +126,11 @@ def result(attempt_id: RowId, request: Request, session: WriteSessionDep, user: 
 def quiz_intro(quiz_id: str, request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
     summary = service.get_quiz(quiz_id, session=session)
     past = service.history(quiz_id, user.id, session=session, now=utcnow()) if user else []
-    return render(request, "quizzes/intro.html", {"summary": summary, "attempts": past, "now": utcnow()})
+    limit = summary.quiz.time_limit_minutes
+    # The student's own limit: what their time accommodation, if any, makes of the quiz's.
+    mine = accommodations.student_limit(limit, user.id, session=session) if user else limit
+    context = {"summary": summary, "attempts": past, "now": utcnow(), "time_limit": mine}
+    return render(request, "quizzes/intro.html", context)
 
 
 @router.post("/{quiz_id}/attempts")

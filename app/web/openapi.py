@@ -64,6 +64,9 @@ EXTRA: dict[tuple[str, str], tuple[int, ...]] = {
     ("post", "/api/v1/reviews/undo"): (409,),
     ("post", "/api/v1/labs/{lab_id}/submissions"): (409, 429),
     ("get", "/api/v1/instructor/gradebook"): (403,),
+    ("get", "/api/v1/instructor/students/{user_id}/accommodation"): (403,),
+    ("put", "/api/v1/instructor/students/{user_id}/accommodation"): (403,),
+    ("delete", "/api/v1/instructor/students/{user_id}/accommodation"): (403,),
 }
 # Operations that answer another success status too: starting a quiz resumes the open attempt.
 ALSO_OK: dict[tuple[str, str], tuple[str, str]] = {

@@ -1,7 +1,12 @@
 // Flashcard review keys, as in Anki: Space/Enter show the answer (and then mean Good),
 // 1-5 rate, U or Ctrl+Z undo, - bury, @ suspend. No inline handlers: the CSP forbids them.
+// A focused control keeps Space and Enter for itself (Space on "1 Again" records Again), and a
+// student can turn the one-key shortcuts off in the study settings (the reviewer then says
+// data-shortcuts="off"); Ctrl+Z stays. Focus after a rating is static/js/a11y.js's (data-autofocus).
 (function () {
   "use strict";
+  // What answers Space and Enter itself when it has focus.
+  const CONTROLS = "a[href], button, input, select, textarea, summary, [role=button], [role=link], [contenteditable]";
   let shownAt = performance.now();
   let busy = false;
 
@@ -16,6 +21,8 @@
     root.dataset.side = "back";
     const button = root.querySelector("[data-reveal]");
     if (button) button.hidden = true;
+    // The button that had focus is gone: the answer takes it, read out, with the ratings one Tab on.
+    answer.focus();
   }
 
   // While a request is out, and until htmx has settled the new card (its buttons are live then),
@@ -52,8 +59,10 @@
   document.addEventListener("keydown", function (event) {
     const root = reviewer();
     if (!root) return;
-    const target = event.target;
-    if (target instanceof HTMLElement && target.closest("input, textarea, select, [contenteditable]")) return;
+    // A held key repeats: Space held on the front would show the answer, then rate it Good.
+    if (event.defaultPrevented || event.repeat) return;
+    const target = event.target instanceof Element ? event.target : null;
+    if (target && target.closest("input, textarea, select, [contenteditable]")) return;
     const key = event.key;
     if ((event.ctrlKey || event.metaKey) && key.toLowerCase() === "z") {
       event.preventDefault();
@@ -61,9 +70,10 @@
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (root.dataset.shortcuts === "off") return;
     const front = root.dataset.side !== "back";
     if (key === " " || key === "Enter") {
-      if (target instanceof HTMLElement && target.closest("button, a") && key === "Enter") return;
+      if (target && target.closest(CONTROLS)) return;
       event.preventDefault();
       if (front) reveal(root); else press(root, '[data-rate="4"]');
     } else if (/^[1-5]$/.test(key)) {

@@ -1,12 +1,47 @@
 // Lab editor. Where CodeMirror 5 is loaded (the lab page loads it), the code textarea becomes a
 // Python editor; without it, or without JavaScript, the plain textarea is what the form submits.
 // An uploaded .py file is loaded into the editor. No inline scripts or styles (CSP).
+// CodeMirror 5 keeps its text out of the field that has the focus, so a screen reader finds an empty
+// box: a toggle button swaps the editor for the form's own textarea (and back), and the choice is
+// remembered. (A verdict that polling brings is read out by a11y.js, from the fragment's data-announce.)
 (function () {
   "use strict";
+  var PLAIN_KEY = "ringlab.lab-editor"; // "plain": this browser's student chose the plain textarea
   // Live state lives here, not in data attributes: a textarea or input missing here (a fresh one
   // swapped in by htmx, or one in a page restored from htmx's history cache) is set up again.
   var editors = new WeakMap();
   var uploads = new WeakSet(); // file inputs already listened to
+
+  function prefersPlain() {
+    try { return window.localStorage.getItem(PLAIN_KEY) === "plain"; } catch (e) { return false; }
+  }
+
+  function rememberPlain(on) {
+    try {
+      if (on) window.localStorage.setItem(PLAIN_KEY, "plain");
+      else window.localStorage.removeItem(PLAIN_KEY);
+    } catch (e) { /* storage refused (private mode): the choice lasts for this page only */ }
+  }
+
+  function isPlain(area) { return editors.has(area) && !area.hidden; }
+
+  // Shows the textarea or the editor, whichever `on` says; the other one is hidden but kept in step.
+  function setPlain(area, on) {
+    var editor = editors.get(area);
+    if (!editor) return;
+    var form = area.form;
+    // The editor's change handler keeps the textarea current; text typed in plain mode goes back here.
+    if (!on && editor.getValue() !== area.value) editor.setValue(area.value);
+    area.hidden = !on;
+    editor.getWrapperElement().hidden = on;
+    var toggle = form && form.querySelector("[data-lab-plain-toggle]");
+    if (toggle) toggle.setAttribute("aria-pressed", on ? "true" : "false");
+    var hint = form && form.querySelector("[data-lab-editor-hint]");
+    if (hint) hint.hidden = on;
+    var plainHint = form && form.querySelector("[data-lab-plain-hint]");
+    if (plainHint) plainHint.hidden = !on;
+    if (!on) editor.refresh(); // it measured nothing while hidden
+  }
 
   function enhance(area) {
     if (editors.has(area) || typeof window.CodeMirror !== "function") return;
@@ -55,10 +90,10 @@
       input.setAttribute("aria-labelledby", label.id);
     }
     var hint = area.form && area.form.querySelector("[data-lab-editor-hint]");
-    if (hint) {
-      hint.hidden = false;
-      input.setAttribute("aria-describedby", hint.id);
-    }
+    if (hint) input.setAttribute("aria-describedby", hint.id);
+    var toggle = area.form && area.form.querySelector("[data-lab-plain-toggle]");
+    if (toggle) toggle.hidden = false;
+    setPlain(area, prefersPlain());
   }
 
   function setup(root) {
@@ -80,11 +115,22 @@
     });
   }
 
-  // The label points at the hidden textarea: a click on it focuses the editor instead.
   document.addEventListener("click", function (event) {
-    var label = event.target.closest && event.target.closest("label");
-    var editor = label && label.control && editors.get(label.control);
-    if (!editor) return;
+    var target = event.target;
+    var toggle = target.closest && target.closest("[data-lab-plain-toggle]");
+    if (toggle) {
+      var area = toggle.form && toggle.form.querySelector("[data-lab-editor]");
+      if (!area || !editors.has(area)) return;
+      var on = !isPlain(area);
+      setPlain(area, on);
+      rememberPlain(on);
+      return;
+    }
+    // The label points at the hidden textarea: a click on it focuses the editor instead.
+    var label = target.closest && target.closest("label");
+    var control = label && label.control;
+    var editor = control && editors.get(control);
+    if (!editor || isPlain(control)) return;
     event.preventDefault();
     editor.focus();
   });

@@ -99,10 +99,15 @@ def test_keyboard_navigation_and_theme_toggle(page: Page) -> None:
     page.goto("/")
     page.keyboard.press("Tab")
     expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
-    toggle = page.get_by_role("button", name="Switch light or dark theme")
+    toggle = page.get_by_role("button", name="Dark theme")
     before = page.evaluate("document.documentElement.getAttribute('data-theme')")
+    expect(toggle).to_have_attribute("aria-pressed", "false")  # the test browser's system theme is light
     toggle.click()
     after = page.evaluate("document.documentElement.getAttribute('data-theme')")
-    assert after in ("light", "dark") and after != before
+    assert before is None and after == "dark"
+    expect(toggle).to_have_attribute("aria-pressed", "true")
     page.reload()
     assert page.evaluate("document.documentElement.getAttribute('data-theme')") == after
+    expect(page.get_by_role("button", name="Dark theme")).to_have_attribute("aria-pressed", "true")
+    page.get_by_role("button", name="Dark theme").click()
+    expect(page.get_by_role("button", name="Dark theme")).to_have_attribute("aria-pressed", "false")

@@ -48,7 +48,8 @@ def test_review_ten_cards_with_the_keyboard(page: Page) -> None:
     assert page.url == url  # htmx swapped the card; the page never reloaded
 
     page.keyboard.press("u")
-    expect(reviewer.get_by_role("status")).to_contain_text("Undone")
+    expect(page.locator("#announcer")).to_contain_text("Undone")  # said by the page's live region
+    expect(reviewer.locator(".notice")).to_contain_text("Undone")
     expect(new).to_have_text("11")
     page.keyboard.press("Space")
     page.keyboard.press("5")

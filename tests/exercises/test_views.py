@@ -158,3 +158,20 @@ def test_lab_badge_shows_the_best_score(client: TestClient, session: Session) ->
     assert "lab best 9/10" in page.text
     assert "lab not tried" in page.text  # collectives-p2p, for 35.1
     assert "lab best 9/10" in client.get("/exercises/ch35-exercises/ex-35-2").text
+
+
+def test_after_checking_focus_goes_to_the_field_or_the_verdict(client: TestClient, session: Session) -> None:
+    make_user(session, "ada")
+    sign_in(client, "ada")
+    url = f"{EX}/parts/a-global-batch/answer"
+    wrong = post(client, url, {"value": "2000"}).text
+    # Wrong: the field takes focus again, described by the verdict the page's announcer says.
+    assert 'aria-describedby="wrong-a-global-batch" data-autofocus required>' in wrong
+    assert '<p class="wrong" id="wrong-a-global-batch" data-announce>Not quite: 2000 is not right.' in wrong
+    bad = post(client, url, {"value": "lots"}).text
+    assert 'aria-invalid="true" aria-describedby="error-a-global-batch" data-autofocus required>' in bad
+    right = post(client, url, {"value": "2048"}).text
+    assert (
+        '<p class="verdict" tabindex="-1" data-autofocus data-announce>' in right
+        and "data-autofocus required" not in right
+    )

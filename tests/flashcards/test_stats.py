@@ -64,3 +64,49 @@ def test_compute_heatmap_buttons_and_svg() -> None:
     bars = charts.forecast(stats)
     assert "+1d: 1" in bars and "style=" not in bars
     assert stats.as_dict()["answer_buttons"] == {"1": 1, "2": 0, "3": 1, "4": 1, "5": 1}
+
+
+def test_each_chart_has_its_numbers_as_a_table_and_a_summary() -> None:
+    reviews = [
+        LoggedReview(NOW - timedelta(days=d), r, max(1, r - 1), NEW) for d, r in ((0, 1), (0, 4), (1, 5), (9, 3))
+    ]
+    stats = compute([rev("a", 3, 1), rev("b", 3, 1), rev("c", 3, -4)], reviews, NOW, "UTC")
+
+    calendar = charts.heatmap_table(stats)
+    assert calendar.columns == ("Week", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+    # 26 weeks of days, from a Thursday: 27 calendar weeks, as the chart has 27 columns.
+    assert len(calendar.rows) == 27 and calendar.rows[-1][0] == "Week of Mon 13 Jan"
+    # 15 Jan 2025 is a Wednesday: Mon 0, Tue 1, Wed 2, then days the calendar does not reach yet.
+    assert calendar.rows[-1][1:] == (0, 1, 2, "", "", "", "")
+    assert calendar.rows[-2][1:] == (1, 0, 0, 0, 0, 0, 0)  # Mon 6 Jan, 9 days back
+    cells = {row[0]: row[1:] for row in calendar.rows}
+    assert sum(n for row in cells.values() for n in row if n != "") == sum(stats.heatmap.values()) == 4
+    assert calendar.caption == "Reviews per day, 26 weeks to Wed 15 Jan: 4 in all"
+    heat = charts.heatmap(stats)
+    assert heat.count("<rect") == sum(1 for row in calendar.rows for n in row[1:] if n != "")  # a cell per day drawn
+    assert (
+        'aria-label="Reviews per day over the last 26 weeks: 4 reviews on 3 days, the most on Wed 15 Jan (2)"' in heat
+    )
+
+    forecast = charts.forecast_table(stats)
+    assert [row[2] for row in forecast.rows] == stats.forecast and len(forecast.rows) == 30
+    assert forecast.rows[:2] == (("today", "Wed 15 Jan", 1), ("+1d", "Thu 16 Jan", 2))
+    assert 'aria-label="Cards due in the next 30 days: 3 in all, 1 today, the most on Thu 16 Jan (2)"' in (
+        charts.forecast(stats)
+    )
+
+    names = {1: "Again", 2: "Again", 3: "Hard", 4: "Good", 5: "Easy"}
+    buttons = charts.buttons_table(stats, names)
+    assert buttons.rows == (("1", "Again", 1), ("2", "Again", 0), ("3", "Hard", 1), ("4", "Good", 1), ("5", "Easy", 1))
+    assert {int(b): n for b, _, n in buttons.rows} == stats.buttons
+    assert 'aria-label="Answer buttons pressed: 1 Again, 1, 2 Again, 0, 3 Hard, 1, 4 Good, 1, 5 Easy, 1"' in (
+        charts.buttons(stats, names)
+    )
+    assert 'aria-label="Cards by state: new 0, learning 0, young 3, mature 0, suspended 0"' in charts.counts(stats)
+
+
+def test_an_empty_deck_summarises_its_charts_without_a_busiest_day() -> None:
+    stats = compute([], [], NOW, "UTC")
+    assert 'aria-label="Reviews per day over the last 26 weeks: 0 reviews on 0 days"' in charts.heatmap(stats)
+    assert 'aria-label="Cards due in the next 30 days: 0 in all, 0 today"' in charts.forecast(stats)
+    assert all(n in (0, "") for row in charts.heatmap_table(stats).rows for n in row[1:])

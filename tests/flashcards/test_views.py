@@ -6,15 +6,21 @@ import io
 import sqlite3
 import tempfile
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import genanki
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.accounts.models import User
 from app.content.records import Card
+from app.db import utcnow
+from app.flashcards import service
 from tests.factories import csrf_token, make_user, sign_in
 from tests.flashcards.conftest import DECK
+from tests.markup import numbers_table
 
 HX = {"HX-Request": "true"}
 
@@ -169,3 +175,73 @@ def test_a_corrected_card_keeps_its_guid_and_carries_its_erratum_into_anki(
     sign_in(client, "reads-card-18")
     page = client.get(f"/flashcards/{DECK}/cards/mdt-018")
     assert '<aside class="erratum" data-field="back">' in page.text
+
+
+def test_stats_page_gives_each_chart_its_numbers(client: TestClient, session: Session) -> None:
+    hx = student(client, session, "grace")
+    for card, rating in (("mdt-001", "5"), ("mdt-002", "1"), ("mdt-003", "4")):
+        client.post(
+            f"/flashcards/{DECK}/study/rate", data={"card_id": card, "rating": rating, "version": "0"}, headers=hx
+        )
+    page = client.get(f"/flashcards/{DECK}/stats").text
+    user = session.scalars(select(User).where(User.username == "grace")).one()
+    _, figures = service.deck_stats(user.id, DECK, session=session, now=utcnow())
+
+    forecast = numbers_table(page, "forecast")
+    assert forecast.columns == ["Day", "Date", "Cards due"] and len(forecast.rows) == 30
+    assert [int(row[2]) for row in forecast.rows] == figures.forecast and sum(figures.forecast) >= 1
+    assert forecast.rows[0][:2] == ["today", figures.today.strftime("%a %d %b")]
+
+    calendar = numbers_table(page, "calendar")
+    assert calendar.columns == ["Week", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    start = figures.first_day - timedelta(days=figures.first_day.weekday())
+    by_day = {
+        start + timedelta(days=7 * w + d): cell for w, row in enumerate(calendar.rows) for d, cell in enumerate(row[1:])
+    }
+    assert {day: int(n) for day, n in by_day.items() if n and n != "0"} == figures.heatmap == {figures.today: 3}
+    assert all(n == "" for day, n in by_day.items() if day > figures.today)
+
+    buttons = numbers_table(page, "buttons")
+    assert buttons.columns == ["Button", "Scheduled as", "Reviews"]
+    assert {int(b): int(n) for b, _, n in buttons.rows} == figures.buttons == {1: 1, 2: 0, 3: 0, 4: 1, 5: 1}
+    assert [row[1] for row in buttons.rows] == ["Again", "Again", "Hard", "Good", "Easy"]
+
+    for table in (forecast, calendar, buttons):  # headers a screen reader can tie each number to
+        assert table.caption and all(kinds[0] in ("th col", "th row") for kinds in table.scopes)
+        assert all(kinds[1:] == ["td"] * (len(kinds) - 1) for kinds in table.scopes[1:])
+    assert page.count('role="img" aria-label="') == 4
+    assert 'aria-label="Answer buttons pressed: 1 Again, 1, 2 Again, 0, 3 Hard, 0, 4 Good, 1, 5 Easy, 1"' in page
+
+
+def test_one_key_shortcuts_are_a_setting_the_reviewer_follows(client: TestClient, session: Session) -> None:
+    hx = student(client, session, "kit")
+    page = client.get(f"/flashcards/{DECK}/study").text
+    assert (
+        'data-shortcuts="on"' in page and 'aria-keyshortcuts="4"' in page and 'aria-keyshortcuts="U Control+Z"' in page
+    )
+    assert 'name="keyboard_shortcuts" value="on" checked' in client.get("/flashcards/settings").text
+    form = {"desired_retention": "0.90", "new_per_day": "20", "reviews_per_day": "200", "learning_steps": "1m 10m",
+            "relearning_steps": "10m", "time_zone": "UTC", "keyboard_shortcuts": "off",
+            "csrf_token": csrf_token(client)}  # fmt: skip
+    assert "Settings saved" in client.post("/flashcards/settings", data=form).text
+    assert 'name="keyboard_shortcuts" value="off" checked' in client.get("/flashcards/settings").text
+    page = client.get(f"/flashcards/{DECK}/study").text
+    assert 'data-shortcuts="off"' in page and "One-key shortcuts are off" in page
+    assert 'aria-keyshortcuts="4"' not in page and 'aria-keyshortcuts="Control+Z"' in page
+    rated = client.post(f"/flashcards/{DECK}/study/rate", data={"card_id": "mdt-001", "rating": "4", "version": "0"},
+                        headers=hx)  # fmt: skip
+    assert 'data-shortcuts="off"' in rated.text  # the partial follows the setting too
+    assert client.post("/flashcards/settings", data={**form, "keyboard_shortcuts": "sometimes"}).status_code == 422
+
+
+def test_a_rating_or_undo_is_announced_and_the_next_card_takes_focus(client: TestClient, session: Session) -> None:
+    hx = student(client, session, "lin")
+    page = client.get(f"/flashcards/{DECK}/study").text
+    assert "data-announce" not in page and 'aria-live="polite"' not in page.split('<main id="main"', 1)[1]
+    rated = client.post(f"/flashcards/{DECK}/study/rate", data={"card_id": "mdt-001", "rating": "4", "version": "0"},
+                        headers=hx)  # fmt: skip
+    assert 'data-announce="Rated Good. The card comes back in 10m."' in rated.text
+    assert 'data-card-id="mdt-002" tabindex="-1" data-autofocus' in rated.text
+    assert '<div class="answer" role="region" aria-label="Answer" tabindex="-1" hidden>' in rated.text
+    undone = client.post(f"/flashcards/{DECK}/study/undo", headers=hx)
+    assert 'data-announce="Undone: the card is back as it was."' in undone.text

@@ -106,6 +106,12 @@ def test_lab_page_shows_statement_math_starter_and_editor(client: TestClient, se
     assert "/static/js/labs.js" in page and "<script>" not in page
     starter = client.get("/labs/ring-allreduce/starter.py")
     assert starter.headers["content-disposition"].startswith("attachment") and "def ring_all_reduce" in starter.text
+    # Editing elsewhere and uploading is offered as an equal way, and the plain editor is one button away
+    # (shown by labs.js next to the code editor; without JavaScript the textarea is already plain).
+    assert "both ways are submitted and graded the same" in page
+    assert 'href="/labs/ring-allreduce/starter.py" download>download the starter code</a>' in page
+    assert "data-lab-plain-toggle" in page and 'aria-pressed="false"' in page
+    assert 'aria-describedby="lab-code-plain-hint"' in page and "indent with spaces, 4 per level" in page
     assert client.get("/labs/nope").status_code == 404
 
 
@@ -116,10 +122,14 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     sid, fragment = submit(client)
     assert 'hx-trigger="load delay:300ms"' in fragment and "position" in fragment
     assert "<html" not in fragment
+    # Polled fragments replace the result: it is no live region, and nothing is said until the verdict.
+    assert "aria-live" not in fragment and "data-announce" not in fragment
+    assert "data-announce" not in client.get(f"/labs/submissions/{sid}", headers=HX).text
     grade(session, clock, VERDICT)
     done = client.get(f"/labs/submissions/{sid}", headers=HX)
     assert done.headers["HX-Trigger"] == "labs-submission-changed"
     assert "hx-trigger" not in done.text  # polling stops
+    assert 'data-announce="Graded: 6/10"' in done.text  # said once, by the page's #announcer
     assert "6/10 points" in done.text and "first mismatch at element 7" in done.text
     assert "1,573,000" in done.text and "1,572,864" in done.text and "2(N-1)/N" in done.text
     assert "hello from rank one" in done.text
@@ -134,6 +144,7 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     assert f"/labs/submissions/{sid}" in history and "6/10" in history
     full = client.get(f"/labs/submissions/{sid}")
     assert "<html" in full.text and "6/10 points" in full.text
+    assert "data-announce=" not in full.text  # a verdict already there when the page opens is not news
 
 
 def test_upload_without_javascript_redirects_to_the_result(

@@ -75,3 +75,17 @@ def test_histogram_and_chart_geometry() -> None:
     assert chart.bars[1].height == 0
     assert [b.label for b in chart.bars] == ["0", "1", "2", "3", "4", "5"]
     assert st.quiz_stats("empty", [ItemInfo("q", 1, ["A"], "A")], []).mean is None
+
+
+def test_mode_scores_list_every_most_common_total() -> None:
+    items = [ItemInfo("q1", 1, ["A", "B"], "A"), ItemInfo("q2", 2, ["A", "B"], "A")]
+    key = {"q1": "A", "q2": "A"}
+    results = [
+        result({"q1": "A", "q2": "B"}, key),
+        result({"q1": "B", "q2": "A"}, key),
+        result({"q1": "A", "q2": "A"}, key),
+    ]
+    assert st.quiz_stats("quiz", items, results).mode_scores == [1]
+    results.append(result({"q1": "A", "q2": "A"}, key))
+    assert st.quiz_stats("quiz", items, results).mode_scores == [1, 2]
+    assert st.quiz_stats("quiz", items, []).mode_scores == []

@@ -13,8 +13,10 @@ from sqlalchemy.orm import Session
 from app.accounts.models import Role
 from app.content.records import Question
 from app.db import utcnow
+from app.quizzes import service
 from app.quizzes.models import QuizAttempt
 from tests.factories import api_token, csrf_token, make_user, sign_in
+from tests.markup import numbers_table
 
 HX = {"HX-Request": "true"}
 
@@ -198,5 +200,39 @@ def test_statistics_are_for_instructors(client: TestClient, session: Session, ke
     text = page.text
     assert '<dd data-testid="attempts">6</dd>' in text and "<svg" in text and 'class="bar"' in text
     assert "7.0 / 15" in text and "<dt>Median score</dt><dd>7.0 / 15</dd>" in text
-    assert text.count('<th scope="row">') == 15
+    items = text[text.index('<table class="item-stats">') :]
+    assert items.count('<th scope="row">') == 15
     assert "Question statistics" in client.get("/quizzes/ch35-quiz").text
+
+    # The score distribution's numbers as text: a row per total score, equal to the service's figures.
+    figures = service.quiz_statistics("ch35-quiz", session=session, now=utcnow()).stats
+    table = numbers_table(text, "distribution")
+    assert table.columns == ["Total score", "Attempts"] and table.caption == "Attempts per total score (6 in all)"
+    assert [int(n) for _, n in table.rows] == figures.distribution and sum(figures.distribution) == 6
+    assert [int(score) for score, _ in table.rows] == list(range(16))
+    assert all(kinds == ["th row", "td"] for kinds in table.scopes[1:])
+    modes = " and ".join(str(s) for s in figures.mode_scores)
+    assert f"Attempts per total score, 0 to 15: 6 attempts, most often {modes}</title>" in text
+
+
+def test_each_question_is_a_heading_that_takes_focus_and_saves_are_announced(
+    client: TestClient, session: Session, key: dict[str, str]
+) -> None:
+    make_user(session, "web-focus")
+    sign_in(client, "web-focus")
+    attempt_id = start(client)
+    page = client.get(f"/quizzes/attempts/{attempt_id}").text
+    assert '<h2 class="question-meta" id="question-heading" tabindex="-1" data-autofocus>Question 1 of 25' in page
+    assert '<a class="skip-link" href="#question-heading">Skip to the question</a>' in page
+    partial = client.get(f"/quizzes/attempts/{attempt_id}?q=8", headers=HX).text
+    assert "data-autofocus>Question 8 of 25 · Ray and Frameworks</h2>" in partial and "data-announce" not in partial
+    saved = save(client, attempt_id, "m202-q08", key["m202-q08"], 8).text  # type: ignore[attr-defined]
+    assert (
+        '<nav id="overview" class="overview" aria-label="Questions" data-announce="Saved. Answered so far: 1 of 25.">'
+        in saved
+    )
+    confirm = client.get(f"/quizzes/attempts/{attempt_id}/finish", headers=HX).text
+    assert (
+        '<h2 tabindex="-1" data-autofocus>Submit your attempt?</h2>' in confirm
+        and "Skip to the question" not in confirm
+    )

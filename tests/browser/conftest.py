@@ -8,6 +8,7 @@ by Playwright; a failing test leaves a screenshot in test-artifacts/.
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("RINGLAB_CHROMIUM", "/usr/bin/chromium")
@@ -123,3 +124,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     setattr(item, f"rep_{report.when}", report)
+
+
+def sign_up(page: Page, prefix: str = "student") -> str:
+    """Sign up a new student through the form (a fresh name each call) and wait for the dashboard."""
+    username = f"{prefix}{secrets.token_hex(3)}"
+    page.goto("/signup")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("a-good-password")
+    page.get_by_role("button", name="Sign up").click()
+    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
+    return username

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import REPO, serve, server_env
+from tests.browser.conftest import REPO, serve, server_env, sign_up
 from tests.conftest import CONTENT_DIR
 
 pytestmark = pytest.mark.browser
@@ -50,10 +50,7 @@ def test_a_student_who_chose_c_on_question_23_gains_the_point(
     base, content, data = upgraded
     context = browser.new_context(base_url=base)
     page: Page = context.new_page()
-    page.goto("/signup")
-    page.get_by_label("Username").fill("errata-student")
-    page.get_by_label("Password").fill("a-good-password")
-    page.get_by_role("button", name="Sign up").click()
+    sign_up(page, "errata")
     page.goto("/quizzes/module-202")
     page.get_by_role("button", name="Start the quiz").click()
     page.get_by_role("link", name="Question 23, not answered").click()

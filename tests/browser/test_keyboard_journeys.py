@@ -8,7 +8,6 @@ opening a page by its address are the only steps that are not keys.
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Any
 
@@ -16,10 +15,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from app.content.loader import load_tree
+from tests.browser.conftest import sign_up
 from tests.conftest import CONTENT_DIR
 
 pytestmark = pytest.mark.browser
-_names = itertools.count(1)
 DECK = "/flashcards/mire-dis-train"
 EXERCISE = "/exercises/ch26-exercises/ex-26-1"
 NAMES = {1: "Again", 2: "Again", 3: "Hard", 4: "Good", 5: "Easy"}
@@ -51,14 +50,6 @@ def is_rating(f: dict[str, Any], raw: int) -> bool:
     return f["tag"] == "button" and "rate" in f["classes"].split() and f["value"] == str(raw)
 
 
-def sign_up(page: Page) -> None:
-    page.goto("/signup")
-    page.get_by_label("Username").fill(f"keyboarder{next(_names)}")
-    page.get_by_label("Password").fill("a-good-password")
-    page.get_by_role("button", name="Sign up").click()
-    expect(page.get_by_role("heading", name=re.compile("Welcome, keyboarder"))).to_be_visible()
-
-
 @pytest.fixture(scope="module")
 def module_202() -> dict[str, str]:
     """Question id -> the right option, from the content files."""
@@ -81,7 +72,7 @@ def choose(page: Page, options: list[str], choice: str) -> int:
 
 
 def test_take_module_202_with_the_keyboard(page: Page, module_202: dict[str, str]) -> None:
-    sign_up(page)
+    sign_up(page, "keyboarder")
     page.goto("/quizzes/module-202")
     start = tab_until(page, lambda f: f["tag"] == "button" and f["text"] == "Start the quiz", limit=20)
     page.keyboard.press("Enter")
@@ -129,7 +120,7 @@ def test_take_module_202_with_the_keyboard(page: Page, module_202: dict[str, str
 
 
 def test_rate_ten_cards_with_each_rating(page: Page) -> None:
-    sign_up(page)
+    sign_up(page, "keyboarder")
     page.goto(f"{DECK}/study")
     reviewer = page.locator("#reviewer")
     announcer = page.locator("#announcer")
@@ -162,7 +153,7 @@ def test_rate_ten_cards_with_each_rating(page: Page) -> None:
 
 
 def test_space_on_a_focused_control_is_that_control(page: Page) -> None:
-    sign_up(page)
+    sign_up(page, "keyboarder")
     page.goto(f"{DECK}/study")
     reviewer = page.locator("#reviewer")
     announcer = page.locator("#announcer")
@@ -193,7 +184,7 @@ def test_space_on_a_focused_control_is_that_control(page: Page) -> None:
 
 
 def test_one_key_shortcuts_can_be_turned_off(page: Page) -> None:
-    sign_up(page)
+    sign_up(page, "keyboarder")
     page.goto("/flashcards/settings")
     page.get_by_role("radio", name="Off").check()
     page.get_by_role("button", name="Save settings").click()
@@ -234,7 +225,7 @@ def test_one_key_shortcuts_can_be_turned_off(page: Page) -> None:
 
 
 def test_answer_an_exercise_part_wrong_then_right(page: Page) -> None:
-    sign_up(page)
+    sign_up(page, "keyboarder")
     page.goto(EXERCISE)
     field = "Your answer in samples"
     # A fresh page: the site's links, the breadcrumb and the exercise's own, then the first part (11 today).

@@ -9,26 +9,18 @@ the lab page offers the form's own textarea instead, behind a toggle button reme
 from __future__ import annotations
 
 import re
-import secrets
 
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import sign_up
 from tests.conftest import CONTENT_DIR
 
 LAB = "collectives-p2p"
 TOGGLE = "Use a plain text editor (works with screen readers)"
 
 
-def _sign_up(page: Page) -> None:
-    page.goto("/signup")
-    page.get_by_label("Username").fill(f"sr{secrets.token_hex(3)}")
-    page.get_by_label("Password").fill("a-long-password-1")
-    page.get_by_role("button", name="Sign up").click()
-    page.wait_for_url("**/")
-
-
 def test_a_screen_reader_user_reads_edits_and_submits_lab_code_in_the_plain_editor(page: Page) -> None:
-    _sign_up(page)
+    sign_up(page, "sr")
     page.goto(f"/labs/{LAB}")
     starter = page.request.get(f"/labs/{LAB}/starter.py").text()
     expect(page.get_by_text("both ways are submitted and graded the same")).to_be_visible()

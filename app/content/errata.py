@@ -76,8 +76,8 @@ def notes_html(errata: Sequence[Erratum]) -> str:
     """The students' view of ``errata``: one "Corrected:" note each, appended where the item's
     answer shows (a question's explanation, a part's solution, a card's back, an exercise's body)."""
     return "".join(
-        f'<aside class="erratum" data-field="{escape(e.field)}"><strong>Corrected:</strong> '
-        f"{markdown.render_inline(e.note)}</aside>"
+        f'<div class="erratum" role="note" data-field="{escape(e.field)}"><strong>Corrected:</strong> '
+        f"{markdown.render_inline(e.note)}</div>"
         for e in errata
     )
 

@@ -79,5 +79,5 @@ def test_a_student_who_chose_c_on_question_23_gains_the_point(
     rescored.get_by_role("link", name="question 23").click()
     review = page.locator("#review-23")
     expect(review.get_by_text("Correct", exact=True)).to_be_visible()
-    expect(review.locator("aside.erratum[data-field='answer']")).to_contain_text("Corrected:")
+    expect(review.locator("[role=note].erratum[data-field='answer']")).to_contain_text("Corrected:")
     context.close()

@@ -103,10 +103,10 @@ def test_the_note_is_shown_where_the_answer_shows(tmp_path: Path, session: Sessi
     sync_tree(tree, session=session, now=datetime(2026, 3, 1, tzinfo=UTC))
     question = session.get(Question, "tq-1")
     assert question is not None and question.explanation_html.endswith(
-        '<aside class="erratum" data-field="answer"><strong>Corrected:</strong> '
-        "the source gave A; broadcast copies, it does not sum.</aside>"
+        '<div class="erratum" role="note" data-field="answer"><strong>Corrected:</strong> '
+        "the source gave A; broadcast copies, it does not sum.</div>"
     )
     row = session.get(Card, "tc-001")
-    assert row is not None and row.back_html.endswith("the source said <em>adds</em>.</aside>")
+    assert row is not None and row.back_html.endswith("the source said <em>adds</em>.</div>")
     assert notes_html([]) == "" and notes_markdown([]) == ""
     assert notes_markdown([{"note": "n"}]) == "\n\n**Corrected:** n"

@@ -115,4 +115,4 @@ def test_the_student_sees_the_rescore_beside_the_part(
     body = client.post(f"/api/v1/exercises/{EX}/parts/{PART}/answer", json={"value": "3"}, headers=api).json()
     assert body["correct"] is True and "**Corrected:**" in body["explanation"]
     page = client.get(f"/exercises/ch26-exercises/{EX}").text
-    assert '<aside class="erratum" data-field="value">' in page
+    assert '<div class="erratum" role="note" data-field="value">' in page

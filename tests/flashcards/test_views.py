@@ -169,12 +169,13 @@ def test_a_corrected_card_keeps_its_guid_and_carries_its_erratum_into_anki(
     by_id = {flds.split("\x1f")[3]: (guid, flds.split("\x1f")[1]) for guid, flds in notes}
     guid, back = by_id["mdt-018"]
     assert guid == genanki.guid_for("ringlab", "mdt-018")  # the note Anki has updates in place
-    assert "42× speedup" in back and '<aside class="erratum" data-field="back"><strong>Corrected:</strong>' in back
+    assert "42× speedup" in back
+    assert '<div class="erratum" role="note" data-field="back"><strong>Corrected:</strong>' in back
     assert "Corrected:" not in by_id["mdt-004"][1]  # a card that was not corrected has no note
     make_user(session, "reads-card-18")
     sign_in(client, "reads-card-18")
     page = client.get(f"/flashcards/{DECK}/cards/mdt-018")
-    assert '<aside class="erratum" data-field="back">' in page.text
+    assert '<div class="erratum" role="note" data-field="back">' in page.text
 
 
 def test_stats_page_gives_each_chart_its_numbers(client: TestClient, session: Session) -> None:

@@ -106,7 +106,7 @@ def test_the_student_sees_why_on_the_result_page_and_in_the_api(
     )
     assert "Score 0/25 → <strong>1/25</strong>." in page
     assert "Corrected:" in page and "0.84" in page
-    assert '<aside class="erratum" data-field="answer">' in page  # beside the explanation too
+    assert '<div class="erratum" role="note" data-field="answer">' in page  # beside the explanation too
 
     body = client.get(f"/api/v1/attempts/{attempt.id}", headers=api_token(client, "sees-why")).json()
     result = body["result"]

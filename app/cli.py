@@ -99,6 +99,14 @@ def worker(
     worker_id: Annotated[
         str | None, typer.Option(hidden=True, help="The id to register as (its supervisor's).")
     ] = None,
+    allow_no_cgroups: Annotated[
+        bool,
+        typer.Option(
+            "--allow-no-cgroups",
+            help="Grade even where control groups cannot limit each rank's memory and processes "
+            "(RINGLAB_ALLOW_NO_CGROUPS=1): rlimits alone do not contain shared memory. Not for untrusted code.",
+        ),
+    ] = False,
 ) -> None:
     """Run one grading worker against DATABASE_URL: claims lab submissions and grades them in a sandbox."""
     import logging
@@ -117,7 +125,13 @@ def worker(
     settings = LabSettings()
     _lower_priority(settings.worker_nice)
     size = pool if pool is not None else settings.worker_pool_size
-    raise typer.Exit(start(unsafe=unsafe_no_sandbox, pool_size=size, parent_pid=parent_pid, worker_id=worker_id))
+    allow = True if allow_no_cgroups else None  # None: RINGLAB_ALLOW_NO_CGROUPS decides
+    raise typer.Exit(
+        start(
+            unsafe=unsafe_no_sandbox, pool_size=size, parent_pid=parent_pid, worker_id=worker_id,
+            allow_no_cgroups=allow,
+        )
+    )  # fmt: skip
 
 
 def _lower_priority(nice: int) -> None:

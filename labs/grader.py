@@ -11,13 +11,15 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
 import secrets
+import threading
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from labs import judge, sandbox, template
+from labs import cgroups, judge, sandbox, seccomp, template, uids
 from labs.feedback import NPROC, OUTPUT_BYTES, summarise
 from labs.judge import Facts, GroupRun, RankRun
 from labs.pool import WarmPool
@@ -25,7 +27,10 @@ from labs.spec import DEFAULT_CONTENT, Lab, LabError, load_lab, load_labs
 from labs.verdict import CheckResult, Status, Verdict
 
 MAX_CODE = 256 * 1024  # the submission API refuses larger code with 413
-UID_BASE = 200_000
+# With control groups a rank's tasks are capped by its group (NPROC); RLIMIT_NPROC, counted per uid
+# (and uids are leased per job, labs.uids), stays as a backstop well above it.
+NPROC_BACKSTOP = 4 * NPROC
+ALLOW_NO_CGROUPS_ENV = "RINGLAB_ALLOW_NO_CGROUPS"
 
 
 class Grader:
@@ -37,6 +42,12 @@ class Grader:
     (default: where possible, as root) starts each sandbox's zygote by forking a torch-warm
     template into it (``labs.template``, ~40 ms) instead of importing torch in it (~1.2 s of a core).
     ``unsafe_no_sandbox`` runs ranks without bubblewrap: development only.
+
+    Each job and each rank runs in control groups of its own (``labs.cgroups``: memory, shared
+    memory included, and tasks). Where they cannot be used the Grader refuses every submission,
+    unless ``allow_without_cgroups`` (default: the environment variable ``RINGLAB_ALLOW_NO_CGROUPS=1``;
+    implied by ``unsafe_no_sandbox``), when rlimits alone bound the ranks. ``confinement`` says
+    which is in force: ``"cgroup v1"``, ``"cgroup v2"`` or ``"none"``.
     """
 
     def __init__(
@@ -48,11 +59,22 @@ class Grader:
         unsafe_no_sandbox: bool = False,
         fork_from_template: bool | None = None,
         preload: list[str] | None = None,
+        allow_without_cgroups: bool | None = None,
     ):
         self.content_dir = Path(content_dir)
         self.unsafe = unsafe_no_sandbox
         self.gpus = gpus
         self.refusal = None if unsafe_no_sandbox else sandbox.probe()
+        self.cgroups: cgroups.Cgroups | None = None
+        if not self.unsafe and self.refusal is None:
+            try:
+                self.cgroups = cgroups.Cgroups.open()
+            except cgroups.CgroupError as exc:
+                if allow_without_cgroups is None:
+                    allow_without_cgroups = os.environ.get(ALLOW_NO_CGROUPS_ENV, "") == "1"
+                if not allow_without_cgroups:
+                    self.refusal = no_cgroups(str(exc))
+        self.confinement = self.cgroups.mode if self.cgroups is not None else "none"
         if fork_from_template is None:
             fork_from_template = template.available()
         use = fork_from_template and not self.unsafe and self.refusal is None
@@ -64,6 +86,8 @@ class Grader:
             else None
         )
         self.labs: dict[Path, tuple[Lab, ModuleType]] = {}  # by folder: one per lab version
+        self.reaping: list[threading.Thread] = []  # finished jobs being cleaned up (``_reap``)
+        self.reaping_lock = threading.Lock()
         self.jobs = 0
 
     def close(self) -> None:
@@ -71,6 +95,9 @@ class Grader:
             self.pool.close()
         if self.template is not None:
             self.template.close()
+        self.settle()
+        if self.cgroups is not None:
+            self.cgroups.close()
 
     def __enter__(self) -> Grader:
         return self
@@ -125,7 +152,7 @@ class Grader:
                 "cpu_s": int((time_limit_s or spec.time_limit_s) + 1),
                 "memory_mb": spec.memory_limit_mb,
                 "gpu_memory_mb": spec.gpu_memory_mb,
-                "nproc": NPROC,
+                "nproc": NPROC if self.cgroups is None else NPROC_BACKSTOP,
                 "nofile": 128,
                 "fsize": 16 << 20,
                 "output_bytes": OUTPUT_BYTES,
@@ -161,6 +188,11 @@ class Grader:
             return self._verdict(lab, "compile_error", f"{type(exc).__name__} at {where}: {exc.msg}", [])
         except ValueError as exc:  # null bytes
             return self._verdict(lab, "compile_error", f"the submission cannot be compiled: {exc}", [])
+        from labs import precheck  # a speed bump only: no guarantee depends on it (labs/README.md "The pre-check")
+
+        refused = precheck.refusal(code, public_files=lab.spec.public_files, allow=lab.spec.precheck.allow)
+        if refused is not None:
+            return self._verdict(lab, "not_allowed", refused, [])
         return None
 
     def _acquire(self) -> sandbox.Sandbox:
@@ -183,16 +215,14 @@ class Grader:
 
     def _run(self, code: str, groups: list[GroupRun], limits: dict[str, Any], backend: str, lab: Lab) -> dict[str, Any]:
         """Send the job to a fresh sandbox and collect its messages into ``groups``."""
-        import torch
-
         box = self._acquire()
         box.promote()
         self.jobs += 1
         job = {
             "code": code,
             "limits": limits,
-            "uid_base": UID_BASE + 64 * (self.jobs % 512),
             "sandboxed": box.sandboxed,
+            "seccomp": seccomp.program_b64(gpu=backend == "nccl") if box.sandboxed else None,
             "backend": backend,
             "public": lab.public_sources(),
             "preload": lab.spec.preload,
@@ -200,7 +230,9 @@ class Grader:
             "groups": [
                 {
                     "world_size": g.world_size,
+                    "phase": g.phase,
                     "expect_crash": g.expect_crash,
+                    "fault_plan": g.fault is not None,  # only that one follows the inputs: the plan never enters a rank
                     "calls": [
                         {"fn": c.fn, "inplace": c.inplace, "measure": c.measure, "driver": c.driver} for c in g.cases
                     ],
@@ -209,9 +241,23 @@ class Grader:
             ],
         }
         end: dict[str, Any] = {"kind": None}
-        deadline = time.monotonic() + float(limits["wall_s"]) + 10.0
+        lease: uids.UidLease | None = None
+        job_groups: cgroups.JobCgroups | None = None
+        zygote: int | None = None
+        namespace = cgroups.sandbox_namespace(box.proc.pid) if box.sandboxed else None
         try:
-            box.send({"kind": "job", **job})
+            lease = lease_uids()
+            if self.cgroups is not None and box.sandboxed:
+                if namespace is None:
+                    raise sandbox.SandboxError("the sandbox's pid namespace was not found")
+                job_groups = self.cgroups.job(
+                    ranks=max(g.world_size for g in groups), memory_mb=int(limits["memory_mb"]), pids_per_rank=NPROC
+                )
+                inside = cgroups.processes_in(namespace, cgroups.descendants(box.proc.pid))
+                job_groups.adopt(inside.values())
+                zygote = inside.get(int(box.info.get("pid") or -1))  # the ranks' parent, on the host
+            deadline = time.monotonic() + float(limits["wall_s"]) + 10.0
+            box.send({"kind": "job", **job, "uid_base": lease.base})
             while True:
                 got = box.receive(deadline)
                 if got is None:
@@ -223,20 +269,60 @@ class Grader:
                     end = meta
                     break
                 if kind == "need_inputs":
-                    g = groups[int(meta["group"])]
-                    for rank in range(g.world_size):
-                        buffer = io.BytesIO()
-                        torch.save([[c.inputs[rank]] for c in g.cases], buffer)
-                        box.send({"kind": "inputs", "rank": rank}, buffer.getvalue())
+                    g = int(meta["group"])
+                    if "pids" in meta and job_groups is not None and namespace is not None:
+                        place_ranks(job_groups, namespace, g, meta["pids"], zygote)  # before student code runs
+                    send_inputs(box, groups[g], per_call="pids" in meta)
+                    if groups[g].fault is not None:  # after the fork: held by the zygote alone (labs/faults.py)
+                        box.send({"kind": "fault_plan", "group": g, "plan": groups[g].fault})
                     continue
+                if kind == "ranks_ready":  # every rank joined its group; no student code has run yet
+                    g = int(meta["group"])
+                    if job_groups is not None:
+                        arm(job_groups, groups[g])
+                    box.send({"kind": "go", "group": g})
+                    continue
+                if kind == "group_end" and job_groups is not None:  # the kernel's facts before anything else
+                    measure(job_groups, groups[int(meta["group"])], meta)
                 record(groups, meta, payload)
         except TimeoutError:
             end = {"kind": "lost", "detail": "the sandbox stopped answering"}
         except OSError as exc:
             end = {"kind": "lost", "detail": f"the sandbox connection failed: {exc}"}
+        except cgroups.CgroupError as exc:  # before any student code ran: nothing was graded
+            raise sandbox.SandboxError(str(exc)) from exc
         finally:
             box.kill()
+            self._reap(job_groups, namespace, lease)
         return end
+
+    def _reap(
+        self, job_groups: cgroups.JobCgroups | None, namespace: tuple[int, int] | None, lease: uids.UidLease | None
+    ) -> None:
+        """In the background (the verdict needs none of it): wait for every process of the killed sandbox to
+        be gone, remove the job's groups, and only then give its uids back for another job."""
+
+        def reap() -> None:
+            try:
+                if job_groups is not None:
+                    job_groups.close()
+                elif namespace is not None:
+                    cgroups.wait_empty(namespace)
+            finally:
+                if lease is not None:
+                    lease.release()
+
+        thread = threading.Thread(target=reap, name="labs-reap", daemon=True)
+        with self.reaping_lock:
+            self.reaping = [t for t in self.reaping if t.is_alive()] + [thread]
+        thread.start()
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait until every finished job's processes and control groups are gone."""
+        with self.reaping_lock:
+            threads = list(self.reaping)
+        for thread in threads:
+            thread.join(timeout)
 
     def _judge(self, lab: Lab, checks: ModuleType, groups: list[GroupRun], end: dict[str, Any]) -> Verdict:
         facts = Facts(groups)
@@ -258,17 +344,92 @@ class Grader:
             if run.info.get("output")
         }
         verdict.data = {
-            "ranks": {
-                f"ws{g.world_size}": [{k: v for k, v in run.info.items() if k != "output"} for run in g.ranks]
-                for g in groups
-                if g.status
-            },
+            "ranks": {f"ws{g.world_size}": [rank_data(run) for run in g.ranks] for g in groups if g.status},
             "wire": wire_pictures(groups),
         }
         reference = reference_wire(lab)
         if reference:
             verdict.data["reference_wire"] = reference
         return verdict
+
+
+def rank_data(run: RankRun) -> dict[str, Any]:
+    """How a rank ended, for the verdict's data: the zygote's report and what the kernel measured."""
+    data = {k: v for k, v in run.info.items() if k != "output"}
+    if run.memory:
+        data["memory"] = dict(run.memory)
+    return data | {flag: True for flag in ("oom_killed", "pids_limited") if getattr(run, flag)}
+
+
+def no_cgroups(reason: str) -> str:
+    """Why a worker without control groups refuses untrusted code, and what to do about it."""
+    return (
+        f"control groups cannot be used here ({reason}), so a rank's memory (shared memory included) and its "
+        "processes could not be limited or measured. Run the worker as root on a host with cgroup v1 (memory and "
+        f"pids controllers) or cgroup v2, or set {ALLOW_NO_CGROUPS_ENV}=1 (ringlab worker --allow-no-cgroups) to "
+        "grade with rlimits alone, which does not contain shared memory: not for untrusted code"
+    )
+
+
+def lease_uids() -> uids.UidLease:
+    """A block of rank uids no other job on this host holds (``labs.uids``)."""
+    try:
+        return uids.lease()
+    except (OSError, uids.NoFreeUids) as exc:
+        raise sandbox.SandboxError(f"no rank uids could be leased: {exc}") from exc
+
+
+def send_inputs(box: sandbox.Sandbox, group: GroupRun, *, per_call: bool) -> None:
+    """Each rank's own inputs: one message per call (``{"kind": "inputs", "rank", "call"}``, payload
+    ``torch.save([args])``) or, from a zygote that sends no pids, one per rank with every call's."""
+    import torch
+
+    for rank in range(group.world_size):
+        if not per_call:
+            buffer = io.BytesIO()
+            torch.save([[c.inputs[rank]] for c in group.cases], buffer)
+            box.send({"kind": "inputs", "rank": rank}, buffer.getvalue())
+            continue
+        # The zygote hands a rank call i's inputs only when it opens call i's measurement window.
+        for i, c in enumerate(group.cases):
+            buffer = io.BytesIO()
+            torch.save([c.inputs[rank]], buffer)
+            box.send({"kind": "inputs", "rank": rank, "call": i}, buffer.getvalue())
+
+
+def place_ranks(
+    job: cgroups.JobCgroups, namespace: tuple[int, int], g: int, pids: list[Any], zygote: int | None
+) -> None:
+    """Group ``g``'s ranks, by their pids in the sandbox, each into a control group of its own.
+
+    The ranks are the zygote's children (``zygote``: its host pid), else found among every process."""
+    job.begin_group(g)
+    host = cgroups.processes_in(namespace, cgroups.children(zygote)) if zygote is not None else {}
+    if not all(pid in host for pid in pids):
+        host = cgroups.processes_in(namespace)
+    for rank, pid in enumerate(pids):
+        if isinstance(pid, int) and pid in host:  # a rank that already exited has nothing to limit
+            job.place(host[pid], rank)
+
+
+def arm(job: cgroups.JobCgroups, group: GroupRun) -> None:
+    """No student code has run: each rank's usage now is its baseline, and its limit counts from there."""
+    for rank, baseline in job.arm().items():
+        if rank < len(group.ranks):
+            memory = {"baseline_bytes": baseline, "peak_bytes": baseline}
+            limit = job.limit(rank)
+            group.ranks[rank].memory = memory if limit is None else {**memory, "limit_bytes": limit}
+
+
+def measure(job: cgroups.JobCgroups, group: GroupRun, end: dict[str, Any]) -> None:
+    """What the kernel saw of each rank of the group that just ended: its high-water, OOM kills, refused forks."""
+    sigkilled = {int(i["rank"]): i.get("signal") == 9 for i in end.get("ranks", []) if isinstance(i, dict)}
+    for rank, run in enumerate(group.ranks):
+        run.oom_killed = job.oom_killed(rank, sigkilled=sigkilled.get(rank, False))
+        run.pids_limited = job.pids_denied(rank)
+        peak = job.peak(rank)
+        if run.memory is not None and peak is not None:
+            run.memory["peak_bytes"] = peak
 
 
 def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
@@ -293,6 +454,7 @@ def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
                     [RankRun() for _ in range(p.world_size)],
                     phase=p.name,
                     expect_crash=p.expect_crash,
+                    fault=p.fault,
                 )
                 for p in checks.phases(sizes, gen)
             ]
@@ -350,6 +512,18 @@ def record(groups: list[GroupRun], meta: dict[str, Any], payload: bytes) -> None
         return
     if kind == "wire":
         group.wire[int(meta["call"])] = meta
+        return
+    if kind == "fault_report":  # what the zygote saw and did for the group's fault plan
+        group.fault_report = {k: v for k, v in meta.items() if k not in ("kind", "group")}
+        return
+    if kind == "files":
+        group.files_truncated = bool(meta.get("truncated"))
+        for entry in meta.get("entries", []):
+            path, size = str(entry["path"]), int(entry["size"])
+            group.file_sizes[path] = size
+            if entry.get("length") is not None:
+                start = int(entry["offset"])
+                group.files[path] = payload[start : start + int(entry["length"])]
         return
     run = group.ranks[int(meta["rank"])]
     if isinstance(meta.get("guard"), dict):

@@ -25,10 +25,9 @@ import types
 from datetime import timedelta
 from typing import Any
 
-from labs import channel, script, trees
+from labs import channel, confine, script, trees
 
 SOURCE_NAME = "submission.py"
-SHARED_DIR = "/tmp/shared"  # one scratch directory for every phase (group of ranks) of a submission
 MAX_INPUT = 1 << 30
 PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
 COLLECTIVES = (
@@ -95,12 +94,12 @@ def drop_privileges(uid: int, limits: dict[str, Any], sandboxed: bool) -> str:
         scratch = tempfile.mkdtemp(prefix=f"ringlab-rank-{uid}-")
         os.chdir(scratch)
         return scratch
-    scratch = f"/tmp/rank-{uid}"
-    os.mkdir(scratch, 0o700)
+    scratch = f"/tmp/rank-{uid}"  # made by the zygote: the rank's group only (see zygote.private_dir)
     os.chdir(scratch)
     os.environ.update(HOME=scratch, TMPDIR=scratch)
-    # Files a rank writes in the shared directory stay writable by a later phase's ranks (other
-    # uids); the private scratch above is 0700, so nothing else of a rank is opened up.
+    tempfile.tempdir = scratch  # the template looked up /tmp before the fork; ranks may not write there
+    # Files a rank writes in the phases' shared directory stay writable by a later phase's ranks
+    # (other uids); the private scratch is its own group's only, so nothing else of a rank opens up.
     os.umask(0)
     return scratch
 
@@ -213,7 +212,13 @@ def load_submission(code: str) -> types.ModuleType:
 
 
 class Rank:
-    """A rank's end of its socket to the zygote."""
+    """A rank's end of its socket to the zygote.
+
+    Nothing said here is trusted: the student's code can reach this socket and send anything on it.
+    The zygote decides from the order of messages what it accepts (a claimed grader fault once the
+    student's code has started is the student's error), opens and closes the measurement windows
+    itself, and hands out each call's inputs only when that call's window is open.
+    """
 
     def __init__(self, ctl: int, index: int):
         self.ctl = ctl
@@ -222,24 +227,25 @@ class Rank:
     def send(self, meta: dict[str, Any], payload: bytes = b"") -> None:
         channel.send(self.ctl, meta, payload)
 
-    def sync(self, tag: str) -> None:
-        """Wait until every rank of the group reached ``tag`` (the zygote releases them)."""
-        self.send({"kind": "sync", "tag": tag})
-        reply = channel.recv(self.ctl, 0)
-        if reply is None or reply[0].get("kind") != "go":
+    def wait(self, kind: str) -> tuple[dict[str, Any], bytes]:
+        """The zygote's next message, which must be ``kind``; anything else ends the rank."""
+        got = channel.recv(self.ctl, MAX_INPUT)
+        if got is None or got[0].get("kind") != kind:
             os._exit(3)
+        return got
 
 
 def run_rank(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, ctl: int) -> None:
     """Everything a rank does; the caller exits the process afterwards."""
     me = Rank(ctl, rank)
     try:
-        inputs, guard = set_up(job, group, rank, uid, me)
+        guard = set_up(job, group, rank, uid, me)
     except BaseException:
         # No student code has run yet: whatever went wrong is the grader's fault.
         me.send({"kind": "fault", "traceback": traceback.format_exc()[-4000:]})
         raise
     me.send({"kind": "ready"})
+    me.wait("go")  # every rank of the group is ready: the trusted side has its baseline
     try:
         # A script lab's driver runs the whole file as __main__ (script.Script), never imported as a module.
         module = (
@@ -247,59 +253,56 @@ def run_rank(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, ct
         )
     except BaseException as exc:  # the student's import failing is a result, not our crash
         me.send({"kind": "error", "phase": "import", **describe(exc), "guard": guard.report()})
-        me.sync("end")
+        me.send({"kind": "done", "guard": guard.report()})
+        me.wait("go")
         return
+    import torch
+
     for i, call in enumerate(group["calls"]):
         if job.get("entry") == "script":  # each run of the script is a launch of its own, on a store of its own
             os.environ["MASTER_PORT"] = str(group["master_ports"][i])
-        if call.get("measure"):
-            me.sync(f"before:{i}")
-        run_call(me, module, i, call, inputs[i], guard)
-        if call.get("measure"):
-            me.sync(f"after:{i}")
+        me.send({"kind": "want", "call": i})
+        _, payload = me.wait("inputs")
+        args = torch.load(io.BytesIO(payload), weights_only=True)
+        if job.get("backend") == "nccl":
+            args = to_device(args, torch.device("cuda", torch.cuda.current_device()))
+        run_call(me, module, i, call, args, guard)
     me.send({"kind": "done", "guard": guard.report()})
-    me.sync("end")
+    me.wait("go")  # every rank is done: none leaves while a peer may still need it
 
 
-def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: Rank) -> tuple[Any, Guard]:
+def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: Rank) -> Guard:
     drop_privileges(uid, job["limits"], bool(job.get("sandboxed", True)))
-    got = channel.recv(me.ctl, MAX_INPUT)
-    if got is None:
-        raise EOFError("the zygote closed the channel before sending inputs")
+    confine.install(job.get("seccomp"))
     import torch
     import torch.distributed as dist
 
-    inputs = torch.load(io.BytesIO(got[1]), weights_only=True)
     torch.set_num_threads(1)
     backend = str(job.get("backend", "gloo"))
     if backend == "nccl":  # one GPU per rank; CUDA is first touched here, after the fork
         torch.cuda.set_device(rank % torch.cuda.device_count())
         limit_gpu_memory(job["limits"].get("gpu_memory_mb"))
-        inputs = to_device(inputs, torch.device("cuda", torch.cuda.current_device()))
     public = job.get("public_dir")
     if public:
         sys.path.insert(0, str(public))
-    os.environ["RINGLAB_SHARED_DIR"] = str(job.get("shared_dir") or SHARED_DIR)
+    os.environ["RINGLAB_SHARED_DIR"] = str(job.get("shared_dir") or "")
     if job.get("entry") == "script":  # the student's script joins the group itself, from torchrun's variables
         os.environ.update(script.torchrun_env(rank, int(group["world_size"]), int(group["master_ports"][0])))
     else:
-        dist.init_process_group(
-            backend,
-            init_method=f"file://{group['store']}",
-            rank=rank,
-            world_size=group["world_size"],
-            timeout=timedelta(seconds=float(job["limits"]["wall_s"]) + 5),
-        )
+        # The group's store is served by a process of the zygote's, listening before any rank started:
+        # its traffic crosses the same counted loopback as the ranks' own.
+        timeout = timedelta(seconds=float(job["limits"]["wall_s"]) + 5)
+        store = dist.TCPStore("127.0.0.1", int(group["store_port"]), int(group["world_size"]), False, timeout=timeout)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=group["world_size"], timeout=timeout)
     limit_memory(int(job["limits"]["memory_mb"]))
     guard = Guard()
     guard.install()
-    return inputs, guard
+    return guard
 
 
 def run_call(
     me: Rank, module: types.ModuleType | script.Script, i: int, call: dict[str, Any], args: list[Any], guard: Guard
 ) -> None:
-    me.send({"kind": "start", "call": i})
     driver = call.get("driver")
     target = public_function(driver) if driver else getattr(module, call["fn"], None)
     if not callable(target):

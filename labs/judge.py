@@ -53,15 +53,20 @@ class Case:
 class Phase:
     """A group of ranks that a lab runs after the previous one, sharing its scratch directory.
 
-    ``expect_crash``: the lab's driver kills a rank on purpose (a crash to recover from in a later
-    phase). A rank dying is then no verdict: the other ranks are killed after a short grace, and
-    the next phase runs. Its cases' results are there only from ranks whose call returned.
+    ``expect_crash``: a rank is killed on purpose (a crash to recover from in a later phase). A rank
+    dying is then no verdict: the other ranks are killed after a short grace, and the next phase
+    runs. Its cases' results are there only from ranks whose call returned.
+    ``fault``: a plan the zygote carries out from outside the ranks (``labs.faults``: watch a folder
+    of the shared directory, kill a rank when a checkpoint appears there, cut the file it was
+    writing). It reaches the zygote only after the group's ranks were forked, never a rank; what
+    the zygote saw and did comes back as ``GroupRun.fault_report``.
     """
 
     name: str | None
     world_size: int
     cases: list[Case]
     expect_crash: bool = False
+    fault: dict[str, Any] | None = None
 
 
 @dataclass
@@ -73,6 +78,12 @@ class RankRun:
     duplicate: bool = False
     fault: str | None = None  # the harness failed before any student code ran
     loaded: dict[int, Any] = field(default_factory=dict)
+    # The rank's memory high-water, read by the worker from the rank's cgroup (None: not measured):
+    # {"baseline_bytes": usage before any student code ran, "peak_bytes": the most it held since,
+    #  "limit_bytes": its cgroup's limit, the baseline plus the lab's memory_limit_mb}.
+    memory: dict[str, int] | None = None
+    oom_killed: bool = False  # the kernel's OOM killer ended it at its cgroup's memory limit
+    pids_limited: bool = False  # a fork was refused at its cgroup's process limit
 
 
 @dataclass
@@ -85,6 +96,14 @@ class GroupRun:
     verdicts: dict[tuple[int, int, str | None], str | None] = field(default_factory=dict)
     phase: str | None = None  # a name when the lab runs phases (e.g. "save", "load")
     expect_crash: bool = False  # a rank is killed on purpose (Phase.expect_crash)
+    # Files the group left in the phases' shared scratch directory, read by the zygote after the group
+    # (trusted: the ranks had exited). Contents up to a cap; sizes for every file.
+    files: dict[str, bytes] = field(default_factory=dict)
+    file_sizes: dict[str, int] = field(default_factory=dict)
+    files_truncated: bool = False
+    fault: dict[str, Any] | None = None  # Phase.fault: the plan the zygote carried out (never sent to a rank)
+    # What the zygote observed and did for that plan (labs.faults.Injector.close); empty without a plan.
+    fault_report: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -214,15 +233,18 @@ def summarise_failures(failures: list[dict[str, Any]], total: int) -> str:
 
 
 def sent_p2p(facts: Facts) -> bool:
-    """Some rank handed bytes to send/isend (counted in the ranks: only used to deny credit)."""
+    """Some rank said it handed bytes to send/isend: counted inside the ranks, so feedback only."""
     return any(sum((run.guard.get("sent") or {}).values()) > 0 for g in facts.groups for run in g.ranks)
 
 
 def no_builtin_collectives(facts: Facts) -> Outcome:
-    """No rank reported a built-in collective call, and the ranks did communicate point to point.
+    """No rank reported a built-in collective call, and the ranks said they communicated point to point.
 
-    The call counts come from inside the ranks, so they are only ever used to fail. This check
-    holds on its own: wrong results are the correctness checks' business, not this one's.
+    Feedback, never points (a lab gives the check ``points: 0``): the counts come from wrappers
+    inside the ranks, which the student's code can undo or rewrite, so passing proves nothing and
+    failing is only what the ranks said. What earns points about the communication is judged from
+    the kernel's byte counts instead (e.g. ring-allreduce's ring-neighbours check). This check holds
+    on its own: wrong results are the correctness checks' business, not this one's.
     """
     calls: dict[str, int] = {}
     for group in facts.groups:
@@ -236,12 +258,27 @@ def no_builtin_collectives(facts: Facts) -> Outcome:
         return Outcome(
             False,
             f"built-in collective torch.distributed.{name} was called ({first}, {n}x): "
-            "build the operation from send/recv/isend/irecv",
+            "build the operation from send/recv/isend/irecv (feedback: this check earns no points)",
             {"calls": calls},
         )
     if not sent_p2p(facts):
         return Outcome(False, "no rank sent anything with send/isend: the ranks must exchange data", {"calls": {}})
     return Outcome(True, "only point-to-point primitives were used", {"calls": {}})
+
+
+def memory_peak(g: GroupRun, rank: int) -> int | None:
+    """Bytes: rank ``rank``'s memory high-water above what it held before any student code ran.
+
+    Measured by the kernel, outside the rank: its control group's peak since the rank had joined
+    its group minus its usage at that moment. Everything the rank's processes hold counts (heap,
+    shared memory, page cache, kernel memory), so junk allocated by student code only raises it;
+    a rule may rely on it as an upper bound's proof ("held no more than ..."). None when not
+    measured (a grader without control groups, or a rank that never got that far).
+    """
+    memory = g.ranks[rank].memory if 0 <= rank < len(g.ranks) else None
+    if not memory or "peak_bytes" not in memory or "baseline_bytes" not in memory:
+        return None
+    return max(0, int(memory["peak_bytes"]) - int(memory["baseline_bytes"]))
 
 
 def wire_matrix(group: GroupRun) -> list[list[int]]:

@@ -2,8 +2,9 @@
 
 ``one_all_reduce``: what a measured call may send per rank when it should be one all-reduce.
 ``wire_per_phase``: the communication rule of a layer lab whose forward and backward are each
-measured (tensor-parallel, tp-attention). ``same_answer_everywhere``: every rank returned the
-same bool in each call (param-sync, debugging-tools' sync check).
+measured (tensor-parallel, tp-attention); a call's bytes count only if its results are right.
+``same_answer_everywhere``: every rank returned the same bool in each call (param-sync,
+debugging-tools' sync check).
 """
 
 from __future__ import annotations
@@ -37,17 +38,24 @@ def one_all_reduce(world_size: int, tensor_bytes: int, sent: list[int], slack: f
     }
 
 
-def wire_per_phase(facts: Facts, verdict: WireVerdict, success: str) -> Outcome:
-    """Judge every measured call's bytes with ``verdict``; its phase is the case's driver ("forward", "backward")."""
+def wire_per_phase(facts: Facts, verdict: WireVerdict, success: str, *, feedback: tuple[str, ...] = ()) -> Outcome:
+    """Judge every measured call's bytes with ``verdict``; its phase is the case's driver ("forward", "backward").
+
+    A call's bytes count only if its results are right on every rank (at the keys of every check the
+    case judges, but the ``feedback`` ones): the right number of bytes that did not produce the right
+    values (zeros sent in place of the partial sums) proves nothing. Partial credit: the share of
+    measured calls whose bytes and values are right.
+    """
     data: dict[str, Any] = {}
     problems: list[str] = []
-    wrong_values = False
+    good = total = 0
     for g in facts.groups:
         n = g.world_size
         for i, case in enumerate(g.cases):
             if not case.measure:
                 continue
             phase = str(case.driver)
+            total += 1
             wire = g.wire.get(i)
             if wire is None:
                 problems.append(f"world size {n}, {phase}: the call did not finish, so its bytes were not counted")
@@ -63,13 +71,25 @@ def wire_per_phase(facts: Facts, verdict: WireVerdict, success: str) -> Outcome:
                     f"world size {n}, {phase}: {wire['loopback_bytes']:,} bytes crossed the loopback, but the"
                     f" ranks' open connections account for only {sum(sent):,}"
                 )
-            wrong_values = wrong_values or any(case_failure(g, i, r) for r in range(n))
+            elif any(case_failure(g, i, r, part) for r in range(n) for part in _scored(case, feedback)):
+                problems.append(
+                    f"world size {n}, {phase}: the bytes look right, but the call's results are wrong (see the other"
+                    " checks), and bytes count only for a call whose results are right"
+                )
+            else:
+                good += 1
+    if not total:
+        return Outcome(False, "no measured call was run", data, fraction=0.0)
     if problems:
-        return Outcome(False, "; ".join(problems[:3]), data)
-    if not data:
-        return Outcome(False, "no measured call was run", data)
-    note = " (the bytes are right; the values are judged by the other checks)" if wrong_values else ""
-    return Outcome(True, f"{success}{note}", data)
+        return Outcome(False, "; ".join(problems[:3]), data, fraction=good / total)
+    return Outcome(True, success, data, fraction=1.0)
+
+
+def _scored(case: Case, feedback: tuple[str, ...]) -> list[str | None]:
+    """The parts of ``case`` whose values count (its checks but the feedback ones); [None]: the whole result."""
+    if not case.parts:
+        return [None]
+    return [part for part in case.parts if part not in feedback]
 
 
 def same_answer_everywhere(

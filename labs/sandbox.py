@@ -1,11 +1,11 @@
 """A fresh bubblewrap sandbox holding one warm zygote.
 
 Layout inside: the system (/usr and its /lib, /bin links) and the Python
-install and virtualenv read-only at their own paths; the seven stdlib-only
-files the zygote and ranks run (``labs/{__init__,channel,netstat,trees,
-script,harness,zygote}.py``) read-only under /sandbox/lib; a private size-capped tmpfs on
-/tmp for scratch; a minimal /dev and a /proc of the sandbox's own pid
-namespace. Nothing else of the host exists: not the repository, not
+install and virtualenv read-only at their own paths; the stdlib-only
+files the zygote and ranks run (``LIB_FILES``) read-only under /sandbox/lib; a private tmpfs
+on /tmp for scratch, capped in bytes and in files (inodes), whose root only the zygote may
+write in; a minimal /dev (with a read-only, empty /dev/shm but on GPUs) and a /proc of the
+sandbox's own pid namespace. Nothing else of the host exists: not the repository, not
 content/labs (checks, solutions), not data/ or other submissions, not /etc.
 New pid, ipc, uts and network namespaces (only a loopback, so gloo runs over
 127.0.0.1 and the host's services are unreachable); an empty environment
@@ -19,6 +19,8 @@ is the zygote's only argument.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import json
 import os
 import select
@@ -41,7 +43,18 @@ class Spawner(Protocol):
     def spawn(self, pid: int, job_fd: int, log_fd: int) -> None: ...
 
 
-LIB_FILES = ("__init__.py", "channel.py", "netstat.py", "trees.py", "script.py", "harness.py", "procs.py", "zygote.py")
+LIB_FILES = (
+    "__init__.py",
+    "channel.py",
+    "confine.py",
+    "netstat.py",
+    "trees.py",
+    "script.py",
+    "harness.py",
+    "procs.py",
+    "faults.py",
+    "zygote.py",
+)
 LABS_DIR = Path(__file__).resolve().parent
 LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.zygote import main; main()"
 ENV = {
@@ -57,6 +70,10 @@ ENV = {
     "TORCH_CPP_LOG_LEVEL": "ERROR",
 }
 TMP_SIZE = 64 << 20
+TMP_INODES = 4096  # files and directories in a sandbox's /tmp: enough for any lab, few enough to fill in a blink
+BOXES = Path("/run/ringlab/boxes")  # as root: one tmpfs per sandbox, mounted here and bound at its /tmp
+MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class SandboxError(Exception):
@@ -94,20 +111,82 @@ def _python_mounts() -> list[str]:
     return args
 
 
+def _scratch_mount(scratch: str | None) -> list[str]:
+    # The root of /tmp is the zygote's, 0755: a rank writes only in the directories the zygote made for it.
+    if scratch is not None:
+        return ["--bind", scratch, "/tmp"]
+    # No nr_inodes option in bwrap 0.8's --tmpfs: without a host mount, /tmp is capped in bytes only.
+    return ["--perms", "0755", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
+
+
+def sweep_boxes() -> list[str]:
+    """Unmount and remove what workers that died without cleaning up left under BOXES (each entry is
+    named after its worker's pid); the entries of live workers stay. Returns the paths removed."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in BOXES.iterdir():
+            pid = entry.name.partition("-")[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                unmount_scratch(str(entry))
+                removed.append(str(entry))
+    return removed
+
+
+_sweep_once = functools.cache(sweep_boxes)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def mount_scratch() -> str | None:
+    """As root: a new tmpfs for one sandbox's /tmp (TMP_SIZE bytes, TMP_INODES inodes, root's, 0755),
+    mounted under BOXES; None where that cannot be done (not root, or the mount failed)."""
+    if os.geteuid() != 0:
+        return None
+    _sweep_once()  # once per worker: a worker killed outright left its sandboxes' mounts behind
+    try:
+        BOXES.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=BOXES)
+    except OSError:
+        return None
+    options = f"size={TMP_SIZE},nr_inodes={TMP_INODES},mode=0755,uid=0,gid=0".encode()
+    if _libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+        return None
+    return path
+
+
+def unmount_scratch(path: str) -> None:
+    """Detach a sandbox's /tmp from the host (freed once the sandbox's own view of it is gone too)."""
+    _libc.umount2(path.encode(), MNT_DETACH)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
 def _gpu_mounts() -> list[str]:
     """Device nodes and /sys for CUDA and NCCL; a shared /dev/shm for NCCL's intra-node transport."""
     args = [arg for dev in sorted(Path("/dev").glob("nvidia*")) for arg in ("--dev-bind", str(dev), str(dev))]
     return [*args, "--ro-bind", "/sys", "/sys", "--perms", "1777", "--tmpfs", "/dev/shm"]
 
 
-def bwrap_args(*, gpu: bool = False) -> list[str]:
-    """bwrap and its options: everything but the command to run in the new sandbox."""
+def bwrap_args(*, gpu: bool = False, scratch: str | None = None) -> list[str]:
+    """bwrap and its options: everything but the command to run in the new sandbox.
+
+    ``scratch``: a host directory (``mount_scratch``) bound at /tmp; None: a tmpfs of bwrap's own."""
     bwrap = bwrap_path()
     if bwrap is None:
         raise SandboxError("bubblewrap (bwrap) is not installed: install the 'bubblewrap' package")
     # The scratch tmpfs goes first: a Python install that lives under /tmp (a virtualenv in a
     # checkout there) is then bound over it instead of being hidden by it.
-    args = [bwrap, "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
+    args = [bwrap, "--proc", "/proc", "--dev", "/dev", *_scratch_mount(scratch)]
     args += [*_system_mounts(), *_python_mounts()]
     args += _parents("/sandbox/lib/labs/x")
     for name in LIB_FILES:
@@ -119,6 +198,8 @@ def bwrap_args(*, gpu: bool = False) -> list[str]:
     if gpu:
         args += _gpu_mounts()
         args += ["--setenv", "NCCL_SOCKET_IFNAME", "lo", "--setenv", "NCCL_IB_DISABLE", "1"]
+    else:  # bwrap's /dev/shm is root's 0755 already; a read-only empty tmpfs holds nothing for anyone
+        args += ["--perms", "0555", "--size", "4096", "--tmpfs", "/dev/shm", "--remount-ro", "/dev/shm"]
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
@@ -126,15 +207,16 @@ def bwrap_args(*, gpu: bool = False) -> list[str]:
     return args
 
 
-def bwrap_command(fd: int, *, gpu: bool = False) -> list[str]:
+def bwrap_command(fd: int, *, gpu: bool = False, scratch: str | None = None) -> list[str]:
     """The full command line that starts a zygote, cold, in a new sandbox."""
-    return [*bwrap_args(gpu=gpu), sys.executable, "-I", "-c", LAUNCH.format(path="/sandbox/lib"), str(fd)]
+    launch = LAUNCH.format(path="/sandbox/lib")
+    return [*bwrap_args(gpu=gpu, scratch=scratch), sys.executable, "-I", "-c", launch, str(fd)]
 
 
-def holder_command(info_fd: int, *, gpu: bool = False) -> list[str]:
+def holder_command(info_fd: int, *, gpu: bool = False, scratch: str | None = None) -> list[str]:
     """A new sandbox holding only ``sleep``. bwrap writes ``{"child-pid": N}`` to ``info_fd`` at once
     (N: its process in the new namespaces); the holder prints ``ready`` once they are fully set up."""
-    command = [*bwrap_args(gpu=gpu), "/bin/sh", "-c", "echo ready; exec sleep infinity"]
+    command = [*bwrap_args(gpu=gpu, scratch=scratch), "/bin/sh", "-c", "echo ready; exec sleep infinity"]
     return [command[0], "--info-fd", str(info_fd), *command[1:]]
 
 
@@ -165,11 +247,15 @@ class Sandbox:
         self.info: dict[str, Any] = {}
         self.ready_s: float | None = None
         self.started = time.monotonic()
+        self.scratch = None if unsafe else mount_scratch()
         try:
             if template is not None and not unsafe:
                 self._start_in_holder(template, theirs.fileno())
             else:
                 self._start_cold(theirs.fileno())
+        except BaseException:
+            self._unmount()
+            raise
         finally:
             theirs.close()
 
@@ -185,7 +271,7 @@ class Sandbox:
         )
 
     def _start_cold(self, fd: int) -> None:
-        command = unsafe_command(fd) if self.unsafe else bwrap_command(fd, gpu=self.gpu)
+        command = unsafe_command(fd) if self.unsafe else bwrap_command(fd, gpu=self.gpu, scratch=self.scratch)
         # Warming up (importing torch) runs at the lowest priority so that it never slows down a
         # submission being graded on the same cores; ``promote`` lifts it once a job arrives.
         nice = shutil.which("nice")
@@ -199,7 +285,7 @@ class Sandbox:
         ready_r, ready_w = os.pipe()
         said = b""
         try:
-            self._popen(holder_command(ready_w, gpu=self.gpu), (ready_w,), {}, stdout=ready_w)
+            self._popen(holder_command(ready_w, gpu=self.gpu, scratch=self.scratch), (ready_w,), {}, stdout=ready_w)
             os.close(ready_w)
             ready_w = -1
             deadline = time.monotonic() + timeout
@@ -280,6 +366,12 @@ class Sandbox:
             self.proc.wait(timeout=5)
         self.sock.close()
         self.stderr.close()
+        self._unmount()
+
+    def _unmount(self) -> None:
+        if self.scratch is not None:
+            unmount_scratch(self.scratch)
+            self.scratch = None
 
 
 def _descendants(root: int) -> list[int]:
@@ -302,6 +394,11 @@ def probe() -> str | None:
     """None if sandboxes can be started here, else why not (for a clear refusal)."""
     if bwrap_path() is None:
         return "bubblewrap (bwrap) is not installed: install the 'bubblewrap' package"
+    from labs import seccomp
+
+    problem = seccomp.problem()
+    if problem is not None:
+        return problem
     args = bwrap_args()
     try:
         result = subprocess.run([*args, "/usr/bin/true"], capture_output=True, timeout=20, check=False)

@@ -15,7 +15,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from labs.precheck import RULES as PRECHECK_RULES
 
 ID = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
 NAME = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -74,6 +85,18 @@ class CheckSpec(Strict):
     points: int = Field(ge=0, le=100)
 
 
+def _precheck_rule(name: str) -> str:
+    if name not in PRECHECK_RULES:
+        raise ValueError(f"unknown pre-check rule {name!r}; the rules are {', '.join(PRECHECK_RULES)}")
+    return name
+
+
+class PrecheckSpec(Strict):
+    """``precheck:`` in ``lab.yaml``: rules of the static pre-check (``labs.precheck``) this lab lifts."""
+
+    allow: list[Annotated[str, AfterValidator(_precheck_rule)]] = Field(default_factory=list)
+
+
 class LabSpec(Strict):
     """One lab's ``lab.yaml``."""
 
@@ -98,6 +121,9 @@ class LabSpec(Strict):
     # Modules the warm template imports before any job, so no rank pays for a lazy import.
     preload: list[MODULE] = Field(default_factory=list)
     checks: list[CheckSpec] = Field(min_length=1)
+    # Pre-check rules this lab's honest code needs lifted, e.g. ``precheck: {allow: [frames]}``. Left out of
+    # the dump when empty, so a lab that does not set it keeps its stored version (the digest of that dump).
+    precheck: PrecheckSpec = Field(default_factory=PrecheckSpec, exclude_if=lambda p: not p.allow)
     due: Due | None = None  # optional; a later submission is marked late, never refused
 
     @model_validator(mode="after")

@@ -56,7 +56,7 @@ def published_preloads(readers: sessionmaker[Session]) -> list[str]:
     return sorted({m for lab in labs.values() for m in lab.spec.preload})
 
 
-def capacity(*, gpu_count: int, sandboxed: bool, worker_id: str | None = None) -> Capacity:
+def capacity(*, gpu_count: int, sandboxed: bool, worker_id: str | None = None, confinement: str = "none") -> Capacity:
     return Capacity(
         worker_id=worker_id or new_worker_id(),
         hostname=socket.gethostname(),
@@ -64,6 +64,7 @@ def capacity(*, gpu_count: int, sandboxed: bool, worker_id: str | None = None) -
         cpu_count=os.cpu_count() or 1,
         gpu_count=gpu_count,
         sandboxed=sandboxed,
+        confinement=confinement,
     )
 
 
@@ -243,8 +244,13 @@ def start(
     parent_pid: int | None = None,
     worker_id: str | None = None,
     stop: threading.Event | None = None,
+    allow_no_cgroups: bool | None = None,
 ) -> int:
-    """Run one worker against DATABASE_URL until SIGTERM/SIGINT; the exit code for the CLI."""
+    """Run one worker against DATABASE_URL until SIGTERM/SIGINT; the exit code for the CLI.
+
+    ``allow_no_cgroups`` (default: ``RINGLAB_ALLOW_NO_CGROUPS=1``): grade even where control groups
+    cannot limit the ranks (``labs.grader.Grader``); otherwise such a worker refuses to start.
+    """
     from app.config import get_settings
     from app.db import make_engine, make_sessionmaker
     from app.labs.settings import LabSettings
@@ -256,13 +262,14 @@ def start(
     grader = Grader(
         settings.content_dir / "labs", pool_size=pool_size, gpus=gpus > 0, unsafe_no_sandbox=unsafe,
         preload=published_preloads(make_sessionmaker(engine, read_only=True)),
+        allow_without_cgroups=allow_no_cgroups,
     )  # fmt: skip
     if grader.refusal is not None:
-        log.error(
-            "refusing to grade untrusted code: %s. Install bubblewrap (apt-get install bubblewrap); "
-            "--unsafe-no-sandbox runs it unconfined, for development only.",
-            grader.refusal,
-        )
+        hint = "" if grader.refusal.startswith("control groups") else (
+            " Install bubblewrap (apt-get install bubblewrap); --unsafe-no-sandbox runs it unconfined, "
+            "for development only."
+        )  # fmt: skip
+        log.error("refusing to grade untrusted code: %s.%s", grader.refusal, hint)
         grader.close()
         return 2
     stop = stop or threading.Event()
@@ -280,7 +287,7 @@ def start(
     worker = Worker(
         make_sessionmaker(engine),
         grade,
-        capacity(gpu_count=gpus, sandboxed=not unsafe, worker_id=worker_id),
+        capacity(gpu_count=gpus, sandboxed=not unsafe, worker_id=worker_id, confinement=grader.confinement),
         readers=make_sessionmaker(engine, read_only=True),
         cache_dir=settings.data_dir / "lab-cache",
         load=load,
@@ -289,8 +296,9 @@ def start(
         wake=listener,
         poll_s=WOKEN_POLL_S if listener is not None else 0.05,
     )
-    log.info("worker %s: %s CPUs, %s GPUs, sandbox %s", worker.capacity.worker_id, worker.capacity.cpu_count, gpus,
-             "OFF (unsafe)" if unsafe else "bubblewrap")  # fmt: skip
+    sandbox = "OFF (unsafe)" if unsafe else "bubblewrap"
+    log.info("worker %s: %s CPUs, %s GPUs, sandbox %s, limits per rank: %s", worker.capacity.worker_id,
+             worker.capacity.cpu_count, gpus, sandbox, grader.confinement)  # fmt: skip
     try:
         worker.run(stop, parent_pid=parent_pid)
     finally:

@@ -18,6 +18,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -25,12 +26,16 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs import channel, harness, netstat, script
+from labs import channel, faults, harness, netstat, script
 from labs.procs import pids_of, usage_by_uid
 
 MAX_JOB = 1 << 24
 MAX_INPUT = 1 << 30
 MAX_RESULT = 1 << 28
+MAX_JOB_RESULTS = 64 << 20  # every result of a job together: what the worker holds for the judge
+MAX_FILES_BYTES = 32 << 20  # contents of the files a phase leaves in the shared directory, sent for judging
+MAX_FILES = 4096
+WIRE_POLL_S = 0.02  # while a window is open: how often connections' counters are read (closed ones keep theirs)
 STALL_S = 1.5
 SAMPLE_S = 0.1
 BUSY_CPU_FRACTION = 0.2
@@ -50,10 +55,17 @@ class RankState:
     reader: channel.Reader
     output: bytearray = field(default_factory=bytearray)
     output_bytes: int = 0
-    ended: bool = False  # reached the final sync point
+    ended: bool = False  # released at the end: every rank of the group said done
     closed: bool = False  # its socket reached end of stream: exited or gave up the channel
-    waiting: str | None = None
+    waiting: str | None = None  # where it waits for the others, in words (for the verdict)
     last_call: int | None = None
+    ready: bool = False  # set up and joined the group; from here on, student code may run in it
+    released: bool = False  # told to go on after every rank was ready
+    wanting: int | None = None  # asked for this call's inputs
+    current: int | None = None  # holds this call's inputs and owes its result
+    next_call: int = 0
+    import_failed: bool = False
+    done: bool = False
     status: int | None = None
     problem: str | None = None
     processes: int = 0  # the most tasks (processes and threads) of this rank's uid seen alive at once
@@ -77,6 +89,61 @@ class RankState:
         }
 
 
+STORE_SLOT = 7  # uid_base + 8g + 7: the group's store; ranks are 8g + 0..6
+
+
+class Window:
+    """One measured call: every connection's sent-byte counter from before any rank held the call's inputs
+    to after the last rank answered, read from the kernel here. Counters are read every WIRE_POLL_S while
+    it is open, so a connection closed before the end keeps the bytes it had sent; bytes it sent after the
+    last read still show in the loopback total, which the judge compares with the sum."""
+
+    def __init__(self, call: int):
+        self.call = call
+        self.before = netstat.snapshot()
+        self.seen: dict[Any, tuple[int, int]] = dict(self.before)
+        self.lo_before = netstat.loopback_tx_bytes()
+        self.polled = time.monotonic()
+
+    def poll(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.polled < WIRE_POLL_S:
+            return
+        self.polled = now
+        for conn, (uid, sent) in netstat.snapshot().items():
+            if sent >= self.seen.get(conn, (uid, -1))[1]:
+                self.seen[conn] = (uid, sent)
+
+    def close(self) -> tuple[dict[int, dict[int, int]], int]:
+        self.poll(force=True)
+        return netstat.traffic(self.before, self.seen), netstat.loopback_tx_bytes() - self.lo_before
+
+
+def owners(pids: set[int]) -> dict[int, int]:
+    """Each live pid's real uid (a pid that is gone is left out)."""
+    found = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                found[pid] = int(next(line for line in f if line.startswith("Uid:")).split()[1])
+        except (OSError, StopIteration, ValueError):
+            continue
+    return found
+
+
+def private_dir(uid: int) -> None:
+    """``/tmp/rank-<uid>``: owned by the zygote, group ``uid`` (made with that effective gid, so no chown is
+    needed), mode 0770: the rank's own scratch, which no other rank can enter."""
+    path = f"/tmp/rank-{uid}"
+    egid = os.getegid()
+    os.setegid(uid)
+    try:
+        os.mkdir(path, 0o770)
+        os.chmod(path, 0o770)
+    finally:
+        os.setegid(egid)
+
+
 class Zygote:
     def __init__(self, fd: int, job: dict[str, Any]):
         self.fd = fd
@@ -85,6 +152,11 @@ class Zygote:
         self.deadline = time.monotonic() + float(self.limits["wall_s"])
         self.output_cap = int(self.limits["output_bytes"])
         self.last_output = 0.0
+        self.result_bytes = 0
+        self.inputs: dict[tuple[int, int], bytes] = {}  # (rank, call) -> that call's inputs, this group only
+        self.open_call: int | None = None  # the call whose inputs are out and whose results are not all in
+        self.window: Window | None = None
+        self.injector: faults.Injector | None = None  # this group's fault plan, received after the fork
 
     def tell(self, meta: dict[str, Any], payload: bytes = b"") -> None:
         channel.send(self.fd, meta, payload)
@@ -95,6 +167,8 @@ class Zygote:
         for g, group in enumerate(self.job["groups"]):
             status, infos = self.run_group(g, group)
             self.tell({"kind": "group_end", "group": g, "status": status, "ranks": infos})
+            if self.job.get("shared_dir"):
+                self.send_files(g)
             if status != "ok" and not (status == "crashed" and group.get("expect_crash")):
                 break
 
@@ -113,34 +187,35 @@ class Zygote:
                 os.chmod(path, 0o444)
             os.chmod(folder, 0o555)
             self.job["public_dir"] = folder
-        shared = os.path.join(base, "shared")
-        os.mkdir(shared)
-        os.chmod(shared, 0o777)
-        self.job["shared_dir"] = shared
-        # The ranks meet through a file, not a TCP store: a TCP client that connects before rank 0
-        # listens backs off and retries, which cost 0.4-0.7 s in about one rendezvous in four.
-        rendezvous = os.path.join(base, "rendezvous")
-        os.mkdir(rendezvous)
-        os.chmod(rendezvous, 0o777)
-        self.job["rendezvous_dir"] = rendezvous
+        if any(group.get("phase") for group in self.job["groups"]):
+            # Only phases (save on 4 ranks, load on 2) share a directory; a function lab's ranks share none.
+            shared = os.path.join(base, "shared")
+            os.mkdir(shared)
+            os.chmod(shared, 0o777)
+            self.job["shared_dir"] = shared
 
     def fork_ranks(self, g: int, group: dict[str, Any]) -> list[RankState]:
         ranks: list[RankState] = []
-        store = group["store"] = os.path.join(self.job["rendezvous_dir"], f"group-{g}")
-        # Made here, writable by every rank's uid: FileStore itself would create it 0644 as the first rank.
-        with open(store, "wb"):
-            pass
-        os.chmod(store, 0o666)
+        sandboxed = bool(self.job.get("sandboxed", True))
         if self.job.get("entry") == "script":
             # torchrun's agent store, as rank 0's uid: it serves this submission's ranks, trusted with nothing.
-            uid, sandboxed = self.job["uid_base"] + 8 * g, bool(self.job.get("sandboxed", True))
+            uid = self.job["uid_base"] + 8 * g
             group["agent"], group["master_ports"] = script.start_agent_store(
                 int(group["world_size"]), len(group["calls"]), uid, sandboxed, self.fd
+            )
+        else:
+            # The group's store, served by a process of its own (a uid no rank has) that listens before any
+            # rank starts; the ranks are its clients, and its traffic is counted with the ranks' own.
+            uid = self.job["uid_base"] + 8 * g + STORE_SLOT
+            group["agent"], (group["store_port"],) = script.start_agent_store(
+                int(group["world_size"]), 1, uid, sandboxed, self.fd
             )
         for r in range(int(group["world_size"])):
             parent, child = socket.socketpair()
             out_r, out_w = os.pipe()
             uid = int(self.job["uid_base"]) + 8 * g + r
+            if sandboxed:
+                private_dir(uid)
             pid = os.fork()
             if pid == 0:  # the rank: keep only its own ends
                 code = 1
@@ -165,12 +240,21 @@ class Zygote:
             child.close()
             os.close(out_w)
             ranks.append(RankState(r, uid, pid, parent, out_r, channel.Reader(MAX_RESULT)))
-        self.tell({"kind": "need_inputs", "group": g})
-        for _ in ranks:
+        # The worker places each rank in its own cgroup (by pid), then sends every call's inputs, which
+        # stay here until the call's window opens.
+        self.tell({"kind": "need_inputs", "group": g, "pids": [rs.pid for rs in ranks]})
+        for _ in range(len(ranks) * len(group["calls"])):
             got = channel.recv(self.fd, MAX_INPUT)
             if got is None:
                 os._exit(0)
-            channel.write_all(ranks[int(got[0]["rank"])].ctl.fileno(), channel.encode(got[0], got[1]))
+            self.inputs[(int(got[0]["rank"]), int(got[0]["call"]))] = got[1]
+        if group.get("fault_plan"):
+            # The fault plan (labs/faults.py) arrives only now, after the fork, so no rank holds it; the folder
+            # it names is watched from here on, before the ranks are released and any student code runs.
+            got = channel.recv(self.fd, MAX_JOB)
+            if got is None:
+                os._exit(0)
+            self.injector = faults.Injector(got[0]["plan"], str(self.job["shared_dir"]), [rs.uid for rs in ranks])
         return ranks
 
     def run_group(self, g: int, group: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -181,10 +265,12 @@ class Zygote:
             os.set_blocking(rs.out, False)
             sel.register(rs.ctl, selectors.EVENT_READ, (rs, "ctl"))
             sel.register(rs.out, selectors.EVENT_READ, (rs, "out"))
+        watched = self.injector.fileno() if self.injector is not None else None
+        if watched is not None:
+            sel.register(watched, selectors.EVENT_READ, (None, "fault"))
         uids = {rs.uid for rs in ranks}
         samples: list[Sample] = []
         last_progress = time.monotonic()
-        wire_before: tuple[dict[Any, Any], int] | None = None
         status = "ok"
         expect_crash = bool(group.get("expect_crash"))
         first_death: float | None = None
@@ -222,8 +308,14 @@ class Zygote:
                 status = "deadlock"
                 break
             wait = 0.25 if first_death is None else first_death + CRASH_GRACE_S - now
+            if self.window is not None:
+                self.window.poll()
+                wait = min(wait, WIRE_POLL_S)
             for key, _ in sel.select(timeout=min(wait, max(0.0, self.deadline - now))):
                 rs, kind = key.data
+                if kind == "fault":  # a file event in the fault plan's folder: maybe a rank to end now
+                    self.inject(ranks)
+                    continue
                 try:
                     data = os.read(key.fd, 1 << 20)
                 except (BlockingIOError, InterruptedError):
@@ -237,79 +329,242 @@ class Zygote:
                 if not data:
                     sel.unregister(key.fd)
                     rs.closed = True
+                    self.progress(g, ranks)
                     continue
                 try:
                     messages = rs.reader.feed(data)
                 except channel.ProtocolError as exc:
-                    rs.problem = f"broke the result channel: {exc}"
-                    sel.unregister(key.fd)
-                    rs.closed = True
+                    self.refuse(rs, ranks, f"broke the result channel: {exc}", sel)
                     continue
                 for meta, payload in messages:
-                    wire_before = self.handle(g, rs, ranks, meta, payload, wire_before)
+                    why = self.handle(g, rs, ranks, meta, payload)
+                    if why:
+                        self.refuse(rs, ranks, why, sel)
+                        break
         infos = self.finish(ranks, sel, samples, status, expect_crash)
+        if self.window is not None:  # the group ended with a call's results still owed: its bytes all the same
+            self.report_wire(g, ranks)
+        self.inputs.clear()
+        self.open_call = None
         if group.get("agent"):
+            self.end_processes({group["agent"]})
             with contextlib.suppress(OSError):
-                os.kill(group["agent"], signal.SIGKILL)
                 os.waitpid(group["agent"], 0)
+        if self.injector is not None:
+            self.report_fault(g, ranks)
         return status, infos
+
+    def inject(self, ranks: list[RankState]) -> None:
+        """End the ranks the fault plan names now: every process of each one's uid (only its pid, unsandboxed)."""
+        assert self.injector is not None
+        for r in self.injector.poll():
+            for victim in (rs for rs in ranks if rs.rank == r):
+                faults.kill({victim.pid: victim.uid})  # its main process first: no /proc walk before it
+                if self.job.get("sandboxed", True):
+                    faults.kill(faults.processes({victim.uid}))
+
+    def report_fault(self, g: int, ranks: list[RankState]) -> None:
+        """Complete the group's fault once none of its processes can write any more, and tell the worker."""
+        injector, self.injector = self.injector, None
+        assert injector is not None
+        uids = {rs.uid for rs in ranks}
+        sandboxed = self.job.get("sandboxed", True)
+
+        def living() -> set[int]:
+            if sandboxed:
+                procs = faults.processes(uids)
+                faults.kill(procs)
+                return set(procs)
+            self.kill_group(ranks)
+            for rs in ranks:  # unsandboxed (development): the ranks themselves, reaped here
+                if rs.status is None:
+                    with contextlib.suppress(ChildProcessError):
+                        pid, st = os.waitpid(rs.pid, os.WNOHANG)
+                        rs.status = st if pid else None
+            return {rs.pid for rs in ranks if rs.status is None}
+
+        self.tell({"kind": "fault_report", "group": g, **injector.close(living)})
 
     def kill_group(self, ranks: list[RankState]) -> None:
         """SIGKILL every process of the group's ranks: their uids' (sandboxed), else the ranks themselves."""
-        targets = {rs.pid for rs in ranks if rs.status is None}
-        if self.job.get("sandboxed", True):
-            targets |= pids_of({rs.uid for rs in ranks})
-        for pid in targets:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+        self.end_processes({rs.pid for rs in ranks if rs.status is None}, {rs.uid for rs in ranks})
 
-    def handle(
-        self,
-        g: int,
-        rs: RankState,
-        ranks: list[RankState],
-        meta: dict[str, Any],
-        payload: bytes,
-        wire_before: tuple[dict[Any, Any], int] | None,
-    ) -> tuple[dict[Any, Any], int] | None:
+    def end_processes(self, pids: set[int], uids: set[int] | frozenset[int] = frozenset()) -> None:
+        """SIGKILL ``pids`` and, sandboxed, every process of ``uids``. The zygote holds no CAP_KILL: it signals
+        each process under that process's own uid (``faults.kill``), which its CAP_SETUID allows."""
+        if not self.job.get("sandboxed", True):
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            return
+        targets = {pid: uid for pid, uid in owners(pids | pids_of(set(uids))).items()}
+        faults.kill(targets)
+
+    def handle(self, g: int, rs: RankState, ranks: list[RankState], meta: dict[str, Any], payload: bytes) -> str | None:
+        """Take one message from a rank; a reason when the message is one the grader does not accept.
+
+        The student's code can send anything on this socket, so every message is checked against
+        where the rank is: a grader fault is believed only before the rank was ready (no student code
+        had run), a call's inputs go out only when every rank asked for them, a result only answers
+        the call the rank holds, once.
+        """
         kind = meta.get("kind")
-        if kind in ("ready", "start", "result", "error", "done", "fault"):
-            if kind == "start" and isinstance(meta.get("call"), int):
-                rs.last_call = meta["call"]
-            self.tell({**meta, "group": g, "rank": rs.rank}, payload)
-            return wire_before
-        if kind != "sync":
-            rs.problem = f"sent an unknown message kind {kind!r}"
-            return wire_before
-        rs.waiting = str(meta.get("tag"))
-        live = [x for x in ranks if not x.closed]
-        if any(x.waiting != rs.waiting for x in live):
-            return wire_before
-        tag = rs.waiting
-        if tag.startswith("before:"):
-            wire_before = (netstat.snapshot(), netstat.loopback_tx_bytes())
-        elif tag.startswith("after:") and wire_before is not None:
-            self.report_wire(g, int(tag.partition(":")[2]), ranks, wire_before)
-            wire_before = None
-        for x in live:
-            x.waiting = None
-            x.ended = x.ended or tag == "end"
-            try:
-                channel.send(x.ctl.fileno(), {"kind": "go"})
-            except OSError:
-                x.closed = True
-        return wire_before
+        if not rs.ready:
+            if kind == "fault":
+                self.tell({**meta, "group": g, "rank": rs.rank})
+                return None
+            if kind == "ready":
+                rs.ready = True
+                self.release_if_ready(g, ranks)
+                return None
+            return f"sent {kind!r} before it was set up"
+        if not rs.released or rs.done:
+            return f"sent {kind!r} {'after it said it was done' if rs.done else 'before the group was released'}"
+        if kind == "error" and meta.get("phase") == "import" and rs.next_call == 0 and rs.current is None:
+            if rs.import_failed or rs.wanting is not None:
+                return "reported a second import error"
+            rs.import_failed = True
+            self.tell({**meta, "group": g, "rank": rs.rank, "call": None})
+            return None
+        if kind == "want":
+            if meta.get("call") != rs.next_call or rs.current is not None or rs.wanting is not None:
+                return f"asked for call {meta.get('call')!r} out of turn"
+            rs.wanting = rs.next_call
+            rs.waiting = f"call {rs.next_call}"
+            self.progress(g, ranks)
+            return None
+        if kind in ("result", "error"):
+            if rs.current is None or meta.get("call") != rs.current:
+                return f"sent a {kind} for call {meta.get('call')!r}, which it was not running"
+            self.result_bytes += len(payload)
+            if self.result_bytes > MAX_JOB_RESULTS:
+                return f"returned more than {MAX_JOB_RESULTS >> 20} MiB of results in all (the output limit)"
+            self.tell({**meta, "group": g, "rank": rs.rank, "call": rs.current}, payload)
+            rs.current = None
+            rs.next_call += 1
+            self.progress(g, ranks)
+            return None
+        if kind == "done":
+            if rs.current is not None or rs.wanting is not None:
+                return "said it was done in the middle of a call"
+            rs.done = True
+            rs.waiting = "the end"
+            self.tell({"kind": "done", "group": g, "rank": rs.rank, "guard": meta.get("guard")})
+            self.progress(g, ranks)
+            return None
+        if kind == "fault":
+            return "claimed a grader fault after its own code had started (that is the submission's error)"
+        return f"sent a message the grader does not accept ({str(kind)[:40]!r})"
 
-    def report_wire(self, g: int, call: int, ranks: list[RankState], before: tuple[dict[Any, Any], int]) -> None:
-        after = netstat.snapshot()
-        lo = netstat.loopback_tx_bytes() - before[1]
-        by_uid = netstat.traffic(before[0], after)
+    def refuse(self, rs: RankState, ranks: list[RankState], why: str, sel: selectors.BaseSelector) -> None:
+        """A rank broke the protocol: it is ended (every process of its uid), and says why in the verdict."""
+        rs.problem = why
+        with contextlib.suppress(KeyError, ValueError):
+            sel.unregister(rs.ctl)
+        rs.closed = True
+        self.end_processes({rs.pid}, {rs.uid})
+
+    def release_if_ready(self, g: int, ranks: list[RankState]) -> None:
+        """Once every rank joined its group (no student code has run yet), the worker takes its baselines
+        (each rank's memory), then the ranks go on to load the submission."""
+        if not all(x.ready for x in ranks):
+            return
+        self.tell({"kind": "ranks_ready", "group": g})
+        got = channel.recv(self.fd, MAX_JOB)
+        if got is None or got[0].get("kind") != "go":
+            os._exit(0)
+        for x in ranks:
+            self.send_rank(x, {"kind": "go"})
+            x.released = True
+
+    def progress(self, g: int, ranks: list[RankState]) -> None:
+        """Close the open call once every rank still running answered it; hand out the next call's inputs once
+        every rank still running asked for it; release everyone once every rank is done."""
+        running = [x for x in ranks if not x.closed and not x.done]
+        i = self.open_call
+        if i is not None and all(x.current != i for x in running):
+            if self.window is not None:
+                self.report_wire(g, ranks)
+            self.open_call = None
+        if self.open_call is None and running:
+            want = running[0].wanting
+            if want is not None and all(x.wanting == want for x in running):
+                self.start_call(g, want, running)
+        if all(x.closed or x.done for x in ranks) and not all(x.ended or x.closed for x in ranks):
+            for x in ranks:
+                if not x.closed:
+                    self.send_rank(x, {"kind": "go"})
+                    x.ended = True
+                    x.waiting = None
+
+    def start_call(self, g: int, i: int, running: list[RankState]) -> None:
+        """Open call ``i``'s window (a measured one: counters read here, before any rank holds its inputs), then
+        give each rank its inputs: nothing about call ``i`` existed in a rank before this point."""
+        calls = self.job["groups"][g]["calls"]
+        if calls[i].get("measure"):
+            self.window = Window(i)
+        self.open_call = i
+        for x in running:
+            x.wanting = None
+            x.waiting = None
+            x.current = i
+            x.last_call = i
+            self.send_rank(x, {"kind": "inputs", "call": i}, self.inputs.pop((x.rank, i), b""))
+
+    def send_rank(self, rs: RankState, meta: dict[str, Any], payload: bytes = b"") -> None:
+        try:
+            rs.ctl.setblocking(True)
+            channel.write_all(rs.ctl.fileno(), channel.encode(meta, payload))
+        except OSError:
+            rs.closed = True
+        finally:
+            with contextlib.suppress(OSError):
+                rs.ctl.setblocking(False)
+
+    def report_wire(self, g: int, ranks: list[RankState]) -> None:
+        window, self.window = self.window, None
+        assert window is not None
+        by_uid, lo = window.close()
         rank_of = {rs.uid: rs.rank for rs in ranks}
         per_rank = {
             str(rank_of.get(uid, -1)): {str(rank_of.get(peer, -1)): n for peer, n in peers.items()}
             for uid, peers in by_uid.items()
         }
-        self.tell({"kind": "wire", "group": g, "call": call, "sent": per_rank, "loopback_bytes": lo})
+        self.tell({"kind": "wire", "group": g, "call": window.call, "sent": per_rank, "loopback_bytes": lo})
+
+    def send_files(self, g: int) -> None:
+        """What the group left in the shared directory, by content, for the judge (read after every rank of
+        the group ended: regular files only, never following a link)."""
+        root = str(self.job["shared_dir"])
+        entries: list[dict[str, Any]] = []
+        chunks: list[bytes] = []
+        total, truncated = 0, False
+        for folder, dirs, files in os.walk(root, followlinks=False):
+            dirs.sort()
+            for name in sorted(files):
+                if len(entries) >= MAX_FILES:
+                    truncated = True
+                    break
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, root)
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                except OSError:
+                    continue
+                with os.fdopen(fd, "rb") as f:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue
+                    size = os.fstat(fd).st_size
+                    entry: dict[str, Any] = {"path": rel, "size": size, "offset": total, "length": None}
+                    if total + size <= MAX_FILES_BYTES:
+                        data = f.read(size)
+                        entry["length"] = len(data)
+                        chunks.append(data)
+                        total += len(data)
+                    else:
+                        truncated = True
+                    entries.append(entry)
+        self.tell({"kind": "files", "group": g, "entries": entries, "truncated": truncated}, b"".join(chunks))
 
     def take_output(self, rs: RankState, data: bytes, sel: selectors.BaseSelector, fd: int) -> None:
         if not data:

@@ -13,7 +13,7 @@ as_root() {
     echo "need root to run: $*" >&2; return 1; fi
 }
 
-apt_packages=(bubblewrap)
+apt_packages=(bubblewrap libseccomp2)  # libseccomp2: the ranks' seccomp filter (labs/seccomp.py)
 [ "$mode" = test ] && apt_packages+=(postgresql chromium)
 missing=()
 for pkg in "${apt_packages[@]}"; do

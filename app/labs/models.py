@@ -73,6 +73,8 @@ class LabWorker(Base):
     cpu_count: Mapped[int] = mapped_column(Integer)
     gpu_count: Mapped[int] = mapped_column(Integer, default=0)
     sandboxed: Mapped[bool] = mapped_column(Boolean, default=True)
+    # What limits and measures each rank's memory and processes: "cgroup v1", "cgroup v2" or "none".
+    confinement: Mapped[str] = mapped_column(String(16), default="none", server_default="none")
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)  # its heartbeat
     stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # it stopped, or its supervisor saw it die

@@ -22,7 +22,7 @@ from app.labs.models import LabWorker, Submission, SubmissionStatus
 S = Submission
 HEARTBEAT_S = 10.0  # a worker writes its heartbeat this often, idle or grading
 ALIVE_S = 3 * HEARTBEAT_S  # shown alive while its last heartbeat is this recent
-STUDENT_FAULT = {"compile_error", "runtime_error", "crashed", "time_limit", "deadlock", "memory_limit"}
+STUDENT_FAULT = {"compile_error", "not_allowed", "runtime_error", "crashed", "time_limit", "deadlock", "memory_limit"}
 INFRA = {"refused", "internal_error"}
 
 
@@ -36,6 +36,7 @@ class Capacity:
     cpu_count: int
     gpu_count: int
     sandboxed: bool
+    confinement: str = "none"  # "cgroup v1", "cgroup v2" or "none" (labs.grader.Grader.confinement)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ def register(capacity: Capacity, *, session: Session, now: datetime) -> None:
         "cpu_count": capacity.cpu_count,
         "gpu_count": capacity.gpu_count,
         "sandboxed": capacity.sandboxed,
+        "confinement": capacity.confinement,
         "last_seen_at": now,
         "stopped_at": None,
     }

@@ -51,7 +51,9 @@ class CheckOut(BaseModel):
 
 
 class VerdictOut(BaseModel):
-    status: str = Field(description="passed, failed, compile_error, runtime_error, crashed, time_limit, ...")
+    status: str = Field(
+        description="passed, failed, compile_error, not_allowed, runtime_error, crashed, time_limit, ..."
+    )
     message: str
     elapsed_s: float | None = None
     output: dict[str, str] = Field(default_factory=dict, description="trimmed stdout+stderr per 'wsN/rankR'")

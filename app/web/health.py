@@ -4,8 +4,9 @@
   ``PROBE_EVERY_S``; on SQLite also enough free space in the data directory);
 - **content**: loaded at least once (``content_syncs``), with when and which digest;
 - **workers**: how many grading workers heartbeat now, how many jobs are queued and the
-  oldest one's age. Grading is down when a job has waited 30 s with no worker alive, or
-  when the oldest has waited longer than ``RINGLAB_HEALTH_MAX_QUEUE_AGE_S``.
+  oldest one's age, and what confines their ranks (``confinement``: live workers per
+  ``cgroup v1``, ``cgroup v2`` or ``none``). Grading is down when a job has waited 30 s with no
+  worker alive, or when the oldest has waited longer than ``RINGLAB_HEALTH_MAX_QUEUE_AGE_S``.
 """
 
 from __future__ import annotations
@@ -110,7 +111,11 @@ def report(state: Any, *, max_queue_age_s: float) -> tuple[bool, dict[str, Any]]
 
 
 def grading(session: Session, *, now: datetime, max_queue_age_s: float) -> dict[str, Any]:
-    alive = len(labs.workers(session=session, now=now))
+    live = labs.workers(session=session, now=now)
+    alive = len(live)
+    confinement: dict[str, int] = {}
+    for w in live:
+        confinement[w.confinement] = confinement.get(w.confinement, 0) + 1
     queued = select(func.count(), func.min(Submission.queued_at)).where(Submission.status == SubmissionStatus.queued)
     count, oldest = session.execute(queued).one()
     age = round((now - oldest).total_seconds(), 1) if oldest is not None else None
@@ -120,6 +125,7 @@ def grading(session: Session, *, now: datetime, max_queue_age_s: float) -> dict[
     elif age is not None and age > max_queue_age_s:
         problem = f"the oldest queued job has waited {age:.0f} s (more than {max_queue_age_s:.0f} s)"
     out: dict[str, Any] = {"ok": problem is None, "alive": alive, "queued": int(count or 0), "oldest_queued_s": age}
+    out["confinement"] = confinement
     if problem:
         out["problem"] = problem
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,3 +53,15 @@ def starter(lab: str) -> str:
 
 def labs_dir() -> Path:
     return DEFAULT_CONTENT
+
+
+def lifted(lab: str, folder: Path, *rules: str) -> Path:
+    """A copy of ``lab`` under ``folder`` whose lab.yaml lifts pre-check rules (all of them when none are
+    named): for tests that prove a guarantee holds without the pre-check, which is only a speed bump."""
+    from labs import precheck
+
+    copy = folder / lab
+    shutil.copytree(DEFAULT_CONTENT / lab, copy)
+    with (copy / "lab.yaml").open("a") as f:
+        f.write(f"precheck:\n  allow: [{', '.join(rules or tuple(precheck.RULES))}]\n")
+    return copy

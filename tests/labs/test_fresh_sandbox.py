@@ -17,17 +17,23 @@ RING = "ring-allreduce"
 QUICK = {"world_sizes": [2], "time_limit_s": 6}
 
 LEAVE_BEHIND = """
-import ctypes, os, socket
+import os, socket
 import torch.distributed
 def _leave():
     if torch.distributed.get_rank() != 0:
         return
-    open("/tmp/left-behind", "w").write("job A was here")
-    libc = ctypes.CDLL(None, use_errno=True)
-    print("SHM", libc.shmget(0x5EED, 4096, 0o1666))  # IPC_CREAT | 0666: outlives its process
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind("\\0left-behind")
-    s.listen()
+    # The file and the unix socket are refused now (/tmp is the zygote's, no unix sockets on CPU; System V
+    # shared memory stops the rank: tests/labs/test_walls.py); were they made, the next job must not see them.
+    try:
+        open("/tmp/left-behind", "w").write("job A was here")
+    except OSError:
+        pass
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind("\\0left-behind")
+        s.listen()
+    except OSError:
+        pass
     if os.fork() == 0:  # a lingering process, detached from the rank
         os.setsid()
         null = os.open("/dev/null", os.O_RDWR)
@@ -39,16 +45,14 @@ _leave()
 """
 
 LOOK_FOR_IT = """
-import ctypes, os, socket
+import os, socket
 import torch.distributed
 def _look():
     if torch.distributed.get_rank() != 0:
         return
     print("FILE", os.path.exists("/tmp/left-behind"))
-    libc = ctypes.CDLL(None, use_errno=True)
-    print("SHM", libc.shmget(0x5EED, 0, 0))
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect("\\0left-behind")
         print("SOCKET reached")
     except OSError:
@@ -83,12 +87,10 @@ def output(verdict) -> str:
 def test_nothing_of_one_submission_is_visible_to_the_next(grader) -> None:
     first = grader.grade(RING, LEAVE_BEHIND + "\n" + solution(RING), **QUICK)
     assert first.status == "passed", first.message
-    made = [line for line in output(first).splitlines() if line.startswith("SHM ")]
-    assert made and made[0] != "SHM -1", output(first)  # the segment was really made
     second = grader.grade(RING, LOOK_FOR_IT + "\n" + solution(RING), **QUICK)
     assert second.status == "passed", second.message
     text = output(second)
-    assert "FILE False" in text and "SHM -1" in text and "SOCKET gone" in text and "SLEEPERS 0" in text, text
+    assert "FILE False" in text and "SOCKET gone" in text and "SLEEPERS 0" in text, text
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +118,8 @@ def test_a_forked_zygote_is_confined_like_a_cold_one_and_holds_no_more_capabilit
     }
     for who in processes:
         mine, theirs = forked[who], cold[who]
-        assert (mine["NoNewPrivs"], mine["Seccomp"]) == (theirs["NoNewPrivs"], theirs["Seccomp"]) == ("1", "0")
+        seccomp = "2" if who == "rank" else "0"  # a rank runs under its seccomp filter (labs.seccomp)
+        assert (mine["NoNewPrivs"], mine["Seccomp"]) == (theirs["NoNewPrivs"], theirs["Seccomp"]) == ("1", seccomp)
         for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
             assert int(mine[field], 16) & ~int(theirs[field], 16) == 0, (who, field, mine[field], theirs[field])
     setuid_setgid = (1 << 6) | (1 << 7)

@@ -1,0 +1,607 @@
+"""Control groups for grading jobs: limits the kernel enforces and facts it measures, per job and per rank.
+
+The worker (root) makes one group per job and, inside it, one per rank as soon as the rank
+exists, before any student code runs::
+
+    <hierarchy>/ringlab/<worker>/job-<n>/sandbox         the sandbox's own processes (its init, the zygote)
+    <hierarchy>/ringlab/<worker>/job-<n>/g<g>-rank<r>    rank r of group g (world size), placed by the worker
+
+On cgroup v1 the same tree exists in the ``memory`` and the ``pids`` hierarchy; on v2 once, in
+the unified hierarchy (the sandbox's processes sit in a leaf of their own because a v2 group
+whose children have limits may hold no processes). A rank group caps the rank's memory, and
+everything its processes hold is charged to it: anonymous memory, shared memory
+(``mmap(MAP_SHARED)``, ``/dev/shm``, tmpfs pages), page cache and kernel memory; swap is not
+allowed (v1 ``memsw``, v2 ``memory.swap.max``). It also caps the rank's tasks (processes and
+threads). The job group caps the sum. The kernel keeps the numbers the judge may trust: a rank's
+memory high-water (``memory.max_usage_in_bytes`` / ``memory.peak``), how many of its processes
+the OOM killer ended (``oom_kill``), how many forks it refused (``pids.events max``). A rank
+cannot leave its group: it is not root and the sandbox does not mount the cgroup filesystem.
+
+Each rank group starts with room for setting the rank up; ``JobCgroups.arm`` (every rank joined
+its group, no student code has run) resets the high-water marks, records each rank's usage as
+its baseline and limits the rank to that baseline plus the lab's ``memory_limit_mb``, as
+``RLIMIT_DATA`` is the data segment after joining plus the limit.
+
+Groups left behind by a worker that died are removed when the next worker starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT_NAME = "ringlab"
+CONTROLLERS = ("memory", "pids")
+SETUP_BYTES = 1 << 30  # a rank's room before it is armed: torch's runtime, gloo's buffers, CUDA's host memory
+SANDBOX_BYTES = 1 << 30  # the zygote relays inputs and results (each up to a few hundred MB)
+SANDBOX_PIDS = 128  # the sandbox's init, the zygote, a script lab's agent store and their threads
+KILL_WAIT_S = 30.0  # 64 dying torch-sized processes of a fork bomb took 3 s on 2 idle cores
+
+# What each version calls the same thing.
+V1_FILES = {"limit": "memory.limit_in_bytes", "usage": "memory.usage_in_bytes", "peak": "memory.max_usage_in_bytes"}
+V2_FILES = {"limit": "memory.max", "usage": "memory.current", "peak": "memory.peak"}
+
+
+class CgroupError(Exception):
+    """Control groups cannot be used here, or a group could not be set up."""
+
+
+# --- pure parts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mount:
+    point: Path
+    fstype: str
+    options: frozenset[str]  # the superblock options: a v1 hierarchy names its controllers there
+
+
+def parse_mountinfo(text: str) -> list[Mount]:
+    """The mounts of ``/proc/self/mountinfo`` (mount point, filesystem type, superblock options)."""
+    mounts = []
+    for line in text.splitlines():
+        before, sep, after = line.partition(" - ")
+        fields, tail = before.split(), after.split()
+        if not sep or len(fields) < 5 or len(tail) < 3:
+            continue
+        point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+        mounts.append(Mount(Path(point), tail[0], frozenset(tail[2].split(","))))
+    return mounts
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Where ringlab's groups go: v1 has a mount per controller, v2 one for both (``memory == pids``)."""
+
+    version: int
+    memory: Path
+    pids: Path
+
+    @property
+    def mode(self) -> str:
+        return f"cgroup v{self.version}"
+
+    def roots(self) -> list[Path]:
+        """The hierarchies every group exists in (one on v2)."""
+        return [self.memory] if self.version == 2 else [self.memory, self.pids]
+
+    def dirs(self, *parts: str) -> list[Path]:
+        """A group's directory in each hierarchy."""
+        return [root.joinpath(ROOT_NAME, *parts) for root in self.roots()]
+
+
+def choose_hierarchy(mounts: list[Mount], v2_controllers: dict[Path, set[str]]) -> Hierarchy | str:
+    """The hierarchy that holds both the memory and the pids controller, or why there is none.
+
+    v1 when both controllers are mounted as v1 hierarchies (a hybrid host that also mounts an empty
+    cgroup2 uses those); else a cgroup2 mount whose ``cgroup.controllers`` lists both.
+    """
+    v1 = {c: m.point for m in mounts if m.fstype == "cgroup" for c in CONTROLLERS if c in m.options}
+    if len(v1) == len(CONTROLLERS):
+        return Hierarchy(1, v1["memory"], v1["pids"])
+    unified = [m.point for m in mounts if m.fstype == "cgroup2"]
+    for point in sorted(unified, key=lambda p: (p != Path("/sys/fs/cgroup"), str(p))):
+        if set(CONTROLLERS) <= v2_controllers.get(point, set()):
+            return Hierarchy(2, point, point)
+    if unified:
+        have = sorted(set().union(*(v2_controllers.get(p, set()) for p in unified)) | set(v1))
+        return (
+            "no cgroup hierarchy offers both the memory and the pids controller "
+            f"(cgroup2 at {unified[0]}; controllers available: {', '.join(have) or 'none'})"
+        )
+    return "no cgroup filesystem is mounted (mount cgroup2 at /sys/fs/cgroup)"
+
+
+def parse_keyed(text: str) -> dict[str, int]:
+    """A flat keyed file (``memory.events``, ``pids.events``, v1 ``memory.oom_control``): key -> number."""
+    values = {}
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(" ")
+        with contextlib.suppress(ValueError):
+            values[key] = int(value.strip())
+    return values
+
+
+def parse_limit(text: str) -> int | None:
+    """A limit file's value; None for v2's ``max`` (or v1's near-2**63 "unlimited")."""
+    text = text.strip()
+    if text == "max":
+        return None
+    value = int(text)
+    return None if value >= 1 << 62 else value
+
+
+def parse_nspid(status: str) -> list[int]:
+    """``NSpid:`` of ``/proc/PID/status``: the pid in each pid namespace, outermost first."""
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            return [int(x) for x in line.split()[1:]]
+    return []
+
+
+def worker_name(pidns: int, pid: int, started: int, serial: int) -> str:
+    """A worker's group name: its pid namespace (workers in containers share a host's cgroups), its pid
+    there and start time (pids are reused), and which of its Graders."""
+    return f"{pidns}-{pid}-{started}-{serial}"
+
+
+def owner_of(name: str) -> tuple[int, int, int] | None:
+    """(pid namespace, pid, start time) from a worker's group name, or None if it is not one of ours."""
+    parts = name.split("-")
+    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def job_limits(ranks: int, memory_mb: int, pids_per_rank: int) -> tuple[int, int]:
+    """A job's (memory bytes, tasks): every rank at its setup room plus limit, and the sandbox's own."""
+    memory = ranks * (SETUP_BYTES + memory_mb * (1 << 20)) + SANDBOX_BYTES
+    return memory, ranks * pids_per_rank + SANDBOX_PIDS
+
+
+# --- the host ----------------------------------------------------------------------------------
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (field 22 of ``/proc/PID/stat``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def detect() -> Hierarchy | str:
+    """This host's hierarchy for memory and pids, or why control groups cannot be used (not root, none)."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mounts = parse_mountinfo(f.read())
+    except OSError as exc:
+        return f"cannot read the mounts: {exc}"
+    controllers = {}
+    for m in mounts:
+        if m.fstype == "cgroup2":
+            with contextlib.suppress(OSError):
+                controllers[m.point] = set((m.point / "cgroup.controllers").read_text().split())
+    found = choose_hierarchy(mounts, controllers)
+    if isinstance(found, str):
+        return found
+    if os.geteuid() != 0:
+        return f"{found.mode} is mounted, but only root may create groups and move processes into them"
+    for root in found.roots():
+        if not os.access(root, os.W_OK):
+            return f"{found.mode} is mounted read-only at {root}"
+    return found
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _read(path: Path) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _procs(directory: Path) -> list[int]:
+    try:
+        return [int(x) for x in _read(directory / "cgroup.procs").split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _tree(top: Path) -> Iterator[Path]:
+    """``top`` and every group below it, deepest first (the order to remove them in)."""
+    try:
+        below = sorted(p for p in top.iterdir() if p.is_dir())
+    except OSError:  # gone already
+        return
+    for child in below:
+        yield from _tree(child)
+    yield top
+
+
+def kill_and_remove(tops: Iterable[Path], wait_s: float = KILL_WAIT_S) -> bool:
+    """SIGKILL every process in these groups and those below them, then remove the groups.
+
+    True when all are gone. A process dies asynchronously, so this waits (up to ``wait_s``) for the
+    groups to empty before removing them.
+    """
+    groups = [g for top in tops for g in _tree(top)]
+    deadline = time.monotonic() + wait_s
+    for g in groups:
+        with contextlib.suppress(OSError):
+            if (g / "cgroup.kill").exists():  # v2 (5.14+): every process at once, forks in flight included
+                _write(g / "cgroup.kill", "1")
+    while True:
+        alive = [pid for g in groups for pid in _procs(g)]
+        for pid in alive:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if not alive or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    done = True
+    for g in groups:  # deepest first
+        for attempt in range(50):
+            try:
+                g.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # EBUSY while the last task is still leaving
+                if attempt == 49:
+                    done = False
+                time.sleep(0.01)
+    return done
+
+
+def enable_controllers(root: Path, group: Path) -> None:
+    """v2: turn memory and pids on for the children of every group from the hierarchy's root down to ``group``."""
+    parts = group.relative_to(root).parts
+    for path in [root, *(root.joinpath(*parts[: i + 1]) for i in range(len(parts)))]:
+        if set(CONTROLLERS) <= set(_read(path / "cgroup.subtree_control").split()):
+            continue
+        try:
+            _write(path / "cgroup.subtree_control", " ".join(f"+{c}" for c in CONTROLLERS))
+        except OSError as exc:
+            raise CgroupError(
+                f"cannot enable the memory and pids controllers below {path} ({exc.strerror}); on cgroup v2 "
+                "that group must hold no processes of its own"
+            ) from exc
+
+
+class Cgroups:
+    """One Grader's groups: ``ringlab/<worker>`` in each hierarchy, removed by ``close``."""
+
+    serials = itertools.count(1)  # Graders in one process
+
+    def __init__(self, hierarchy: Hierarchy):
+        self.hierarchy = hierarchy
+        self.pidns = (namespace_of(os.getpid()) or (0, 0))[1]
+        self.name = worker_name(self.pidns, os.getpid(), start_time(os.getpid()) or 0, next(Cgroups.serials))
+        self.jobs = 0
+        try:
+            self.remove_stale()
+            for top in hierarchy.dirs():
+                top.mkdir(exist_ok=True)
+            if hierarchy.version == 2:
+                enable_controllers(hierarchy.memory, hierarchy.memory / ROOT_NAME)
+            for d in hierarchy.dirs(self.name):
+                d.mkdir()
+            if hierarchy.version == 2:
+                enable_controllers(hierarchy.memory, hierarchy.dirs(self.name)[0])
+        except OSError as exc:
+            raise CgroupError(f"cannot create control groups under {hierarchy.memory}: {exc}") from exc
+
+    @classmethod
+    def open(cls) -> Cgroups:
+        """This worker's groups on this host; ``CgroupError`` saying why not."""
+        found = detect()
+        if isinstance(found, str):
+            raise CgroupError(found)
+        return cls(found)
+
+    @property
+    def mode(self) -> str:
+        return self.hierarchy.mode
+
+    def remove_stale(self) -> None:
+        """Remove the groups of workers that are no longer running (killed before they could clean up).
+
+        Only workers of this pid namespace can be told dead or alive from here: a worker in another
+        container cleans up its own when it starts again."""
+        for top in self.hierarchy.dirs():
+            if not top.is_dir():
+                continue
+            for d in top.iterdir():
+                owner = owner_of(d.name) if d.is_dir() else None
+                if owner is not None and owner[0] == self.pidns and start_time(owner[1]) != owner[2]:
+                    kill_and_remove([d], wait_s=1.0)
+
+    def job(self, *, ranks: int, memory_mb: int, pids_per_rank: int) -> JobCgroups:
+        """Groups for one job of at most ``ranks`` ranks at a time."""
+        self.jobs += 1
+        return JobCgroups(self, f"job-{self.jobs}", ranks, memory_mb, pids_per_rank)
+
+    def close(self) -> None:
+        kill_and_remove(self.hierarchy.dirs(self.name), wait_s=1.0)
+
+
+class JobCgroups:
+    """One job's groups: the job's limits, the sandbox's own processes, and a group per rank.
+
+    ``place`` puts a rank in its group, ``arm`` starts measuring (and limits each rank to its
+    baseline plus the lab's limit), ``peak``/``oom_killed``/``pids_denied`` read what the kernel
+    saw, ``close`` kills whatever is left and removes every group of the job.
+    """
+
+    def __init__(self, owner: Cgroups, name: str, ranks: int, memory_mb: int, pids_per_rank: int):
+        self.h = owner.hierarchy
+        self.base = (owner.name, name)
+        self.rank_bytes = memory_mb * (1 << 20)
+        self.pids_per_rank = pids_per_rank
+        self.group = -1
+        self.ranks: dict[int, list[Path]] = {}  # rank -> its group's directory in each hierarchy
+        self.baselines: dict[int, int] = {}
+        self.peak_fds: dict[int, int] = {}  # v2: a memory.peak reset through its fd is read through it
+        memory, pids = job_limits(ranks, memory_mb, pids_per_rank)
+        try:
+            self._make(self.dirs(), memory, pids, parent_of_limited=True)
+            self._make(self.dirs("sandbox"), None, None)
+        except OSError as exc:
+            self.close()
+            raise CgroupError(f"cannot set up the job's control groups: {exc}") from exc
+
+    def dirs(self, *parts: str) -> list[Path]:
+        return self.h.dirs(*self.base, *parts)
+
+    def _file(self, rank: int, controller: str, name: str) -> Path:
+        memory, pids = self.ranks[rank][0], self.ranks[rank][-1]
+        return (memory if controller == "memory" else pids) / name
+
+    def _make(self, dirs: list[Path], memory: int | None, pids: int | None, parent_of_limited: bool = False) -> None:
+        for d in dirs:
+            d.mkdir()
+        if self.h.version == 2 and parent_of_limited:
+            enable_controllers(self.h.memory, dirs[0])
+        if memory is not None:
+            self._limit_memory(dirs[0], memory)
+        if pids is not None:
+            _write(dirs[-1] / "pids.max", str(pids))
+
+    def _limit_memory(self, d: Path, limit: int) -> None:
+        if self.h.version == 2:
+            _write(d / "memory.max", str(limit))
+            if (d / "memory.swap.max").exists():
+                _write(d / "memory.swap.max", "0")
+            return
+        # v1: memory+swap may never be below memory, so which goes first depends on the direction.
+        current = parse_limit(_read(d / "memory.limit_in_bytes"))
+        names = ["memory.limit_in_bytes"]
+        if (d / "memory.memsw.limit_in_bytes").exists():
+            lowering = current is None or limit < current
+            names = [*names, "memory.memsw.limit_in_bytes"] if lowering else ["memory.memsw.limit_in_bytes", *names]
+        for name in names:
+            _write(d / name, str(limit))
+        with contextlib.suppress(OSError):  # kernel memory is charged to the group's usage anyway on 5.x and later
+            _write(d / "memory.kmem.limit_in_bytes", str(limit))
+
+    def adopt(self, pids: Iterable[int]) -> None:
+        """Put the sandbox's own processes (host pids) in the job's ``sandbox`` group."""
+        for pid in pids:
+            self._move(pid, self.dirs("sandbox"))
+
+    def begin_group(self, g: int) -> None:
+        """A new group of ranks: the last group's rank groups (and anything left in them) go."""
+        old = [d for dirs in self.ranks.values() for d in dirs]
+        self._close_peaks()
+        self.ranks, self.baselines, self.group = {}, {}, g
+        kill_and_remove(old, wait_s=1.0)
+
+    def place(self, host_pid: int, rank: int) -> bool:
+        """Move rank ``rank``'s process into a new group of its own; False if it has already exited."""
+        dirs = self.dirs(f"g{max(self.group, 0)}-rank{rank}")
+        if rank not in self.ranks:
+            try:
+                self._make(dirs, self.rank_bytes + SETUP_BYTES, self.pids_per_rank)
+                if self.h.version == 2:
+                    with contextlib.suppress(OSError):  # an OOM kill ends the whole rank, not one of its processes
+                        _write(dirs[0] / "memory.oom.group", "1")
+            except OSError as exc:
+                raise CgroupError(f"cannot create the control group of rank {rank}: {exc}") from exc
+            self.ranks[rank] = dirs
+        return self._move(host_pid, dirs)
+
+    def _move(self, pid: int, dirs: list[Path]) -> bool:
+        for d in dirs:
+            try:
+                _write(d / "cgroup.procs", str(pid))
+            except ProcessLookupError:
+                return False
+            except OSError as exc:
+                raise CgroupError(f"cannot move process {pid} into {d}: {exc}") from exc
+        return True
+
+    def reset_peaks(self) -> dict[int, int]:
+        """Reset every placed rank's memory high-water to its usage now; returns those usages (baselines)."""
+        for rank, dirs in self.ranks.items():
+            with contextlib.suppress(OSError):
+                if self.h.version == 1:
+                    _write(dirs[0] / "memory.max_usage_in_bytes", "0")
+                else:
+                    fd = os.open(dirs[0] / "memory.peak", os.O_RDWR | os.O_CLOEXEC)
+                    try:
+                        os.write(fd, b"reset\n")  # 6.12 and later; before, the peak counts from the group's creation
+                    except OSError:
+                        os.close(fd)
+                    else:
+                        self.peak_fds[rank] = fd
+            usage = self.usage(rank)
+            if usage is not None:
+                self.baselines[rank] = usage
+        return dict(self.baselines)
+
+    def arm(self) -> dict[int, int]:
+        """Start measuring: reset the peaks, take the baselines, cap each rank at its baseline plus the lab's limit."""
+        baselines = self.reset_peaks()
+        for rank, baseline in baselines.items():
+            try:
+                self._limit_memory(self.ranks[rank][0], baseline + self.rank_bytes)
+            except OSError as exc:
+                raise CgroupError(f"cannot set the memory limit of rank {rank}: {exc}") from exc
+        return baselines
+
+    def _memory_file(self, rank: int, what: str) -> str | None:
+        if rank not in self.ranks:
+            return None
+        try:
+            return _read(self.ranks[rank][0] / (V1_FILES if self.h.version == 1 else V2_FILES)[what])
+        except OSError:
+            return None
+
+    def usage(self, rank: int) -> int | None:
+        """Bytes charged to the rank's group now."""
+        text = self._memory_file(rank, "usage")
+        return int(text) if text else None
+
+    def limit(self, rank: int) -> int | None:
+        """The rank's memory limit in bytes now (its baseline plus the lab's limit once armed)."""
+        text = self._memory_file(rank, "limit")
+        return parse_limit(text) if text else None
+
+    def peak(self, rank: int) -> int | None:
+        """The most bytes the rank's group held since ``reset_peaks`` (the kernel's high-water mark)."""
+        fd = self.peak_fds.get(rank)
+        if fd is not None:
+            with contextlib.suppress(OSError, ValueError):
+                return int(os.pread(fd, 64, 0))
+        text = self._memory_file(rank, "peak")
+        return int(text) if text else None
+
+    def oom_killed(self, rank: int, sigkilled: bool = False) -> bool:
+        """Whether the OOM killer ended a process of the rank at its group's limit.
+
+        v1 kernels before 4.13 have no ``oom_kill`` count: there a rank that hit its limit
+        (``memory.failcnt``) and died by SIGKILL (``sigkilled``) counts as killed.
+        """
+        if rank not in self.ranks:
+            return False
+        d = self.ranks[rank][0]
+        try:
+            events = parse_keyed(_read(d / ("memory.oom_control" if self.h.version == 1 else "memory.events")))
+            if "oom_kill" in events:
+                return events["oom_kill"] > 0
+            return sigkilled and int(_read(d / "memory.failcnt")) > 0
+        except (OSError, ValueError):
+            return False
+
+    def pids_denied(self, rank: int) -> bool:
+        """Whether the rank's group refused a fork or a new thread at its task limit."""
+        if rank not in self.ranks:
+            return False
+        try:
+            return parse_keyed(_read(self._file(rank, "pids", "pids.events"))).get("max", 0) > 0
+        except OSError:
+            return False
+
+    def _close_peaks(self) -> None:
+        for fd in self.peak_fds.values():
+            os.close(fd)
+        self.peak_fds = {}
+
+    def close(self) -> None:
+        """Kill everything left in the job's groups and remove them all."""
+        self._close_peaks()
+        kill_and_remove(self.dirs())
+
+
+# --- the sandbox's processes, seen from the host -------------------------------------------------
+
+
+def namespace_of(pid: int) -> tuple[int, int] | None:
+    """The identity (device, inode) of the pid namespace ``pid`` lives in."""
+    try:
+        st = os.stat(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (``/proc/PID/task/*/children``, else a scan of ``/proc``)."""
+    try:
+        found = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(x) for x in f.read().split()]
+        return found
+    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN, or ``pid`` has exited
+        if not os.path.exists(f"/proc/{pid}"):
+            return []
+    except (OSError, ValueError):
+        return []
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{name}/stat") as f:
+                if int(f.read().rpartition(")")[2].split()[1]) == pid:
+                    found.append(int(name))
+    return found
+
+
+def sandbox_namespace(bwrap_pid: int) -> tuple[int, int] | None:
+    """The pid namespace of the sandbox that ``bwrap_pid`` started: its child runs in it, as init.
+
+    A zygote forked from the template joins that namespace too (and its init adopts it), so this is
+    where every process of the sandbox lives. None when the sandbox has no namespace of its own.
+    """
+    ours = namespace_of(os.getpid())
+    for child in children(bwrap_pid):
+        ns = namespace_of(child)
+        if ns is not None and ns != ours:
+            return ns
+    return None
+
+
+def processes_in(namespace: tuple[int, int], among: Iterable[int] | None = None) -> dict[int, int]:
+    """Processes of a pid namespace: their pid there -> their pid here (``NSpid``, innermost last).
+
+    ``among``: only those host pids (cheaper than looking at every process of the host)."""
+    found = {}
+    for pid in among if among is not None else (int(n) for n in os.listdir("/proc") if n.isdigit()):
+        if namespace_of(pid) != namespace:
+            continue
+        try:
+            nspid = parse_nspid(_read(Path(f"/proc/{pid}/status")))
+        except OSError:
+            continue
+        if nspid:
+            found[nspid[-1]] = pid
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid``'s children, their children, and so on."""
+    found, frontier = [], [pid]
+    while frontier:
+        frontier = [c for p in frontier for c in children(p)]
+        found += frontier
+    return found
+
+
+def wait_empty(namespace: tuple[int, int], wait_s: float = 2.0) -> bool:
+    """Wait until no process is left in a killed sandbox's pid namespace; whether none is."""
+    deadline = time.monotonic() + wait_s
+    while processes_in(namespace):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -2,9 +2,11 @@
 
 Runs the lab's public driver in forked ranks (no sandbox; ``tp_ranks``): the save phase on 4
 ranks and the load phase on 2, sharing one scratch directory as the engine's phases do; compares
-the load phase's results with ``driver.reference`` (one process) and judges the saved files with
-``checks.files_verdict``, so each mutant is shown to lose exactly the checks it should
-(``ringlab lab test`` only asks that it lose points).
+the load phase's results with ``driver.reference`` (one process) and judges the saved files, by their
+bytes, with ``checks.files_verdict``, so each mutant is shown to lose exactly the checks it should
+(``ringlab lab test`` only asks that it lose points). One grade runs through the real sandbox: rank 0
+writing the whole state as four files of equal size loses the sharded save there, judged from the
+files the zygote read after the save phase.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import pytest
 import torch
 
-from labs import trees
+from labs import template, trees
 from labs.spec import DEFAULT_CONTENT
 
 from . import tp_ranks
@@ -81,6 +83,40 @@ def load_checkpoint(model, optimizer, path):
     sd.set_optimizer_state_dict(model, optimizer, optim_state)
 """
 
+# Gaming a check on file sizes: rank 0 gathers the whole state and writes its bytes as four files of equal
+# size, named as DCP names its per-rank files, and loads them back correctly (so only the save is wrong).
+FOUR_EQUAL_FILES = """
+import io
+import os
+
+import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
+
+NAMES = [f"__{r}_0.distcp" for r in range(4)]
+
+
+def save_checkpoint(model, optimizer, path):
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    model_state, optim_state = get_state_dict(model, optimizer, options=options)
+    if dist.get_rank() == 0:
+        buffer = io.BytesIO()
+        torch.save({"model": model_state, "optim": optim_state}, buffer)
+        data = buffer.getvalue()
+        quarter = -(-len(data) // 4)
+        for r, name in enumerate(NAMES):
+            with open(os.path.join(path, name), "wb") as f:
+                f.write(data[r * quarter : (r + 1) * quarter])
+    dist.barrier()
+
+
+def load_checkpoint(model, optimizer, path):
+    data = b"".join(open(os.path.join(path, name), "rb").read() for name in NAMES)
+    state = torch.load(io.BytesIO(data), weights_only=True)
+    options = StateDictOptions(full_state_dict=True)
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"], options=options)
+"""
+
 
 @pytest.fixture(scope="module")
 def lab() -> tuple[Any, Any]:
@@ -102,7 +138,11 @@ def lost_checks(lab: tuple[Any, Any], code: str, shared: Path, monkeypatch: pyte
     lost = set()
     saved = first.results[-1]
     assert all(isinstance(got, dict) for row in first.results[:-1] for got in row), first.results
-    if any(isinstance(got, str) for got in saved) or checks.files_verdict(saved[0]["files"], 4)[1]:
+    files = {
+        p.relative_to(shared).as_posix(): p.read_bytes() for p in (shared / "checkpoint").rglob("*") if p.is_file()
+    }
+    state = checks.checkpoint_tensors(want)
+    if any(isinstance(got, str) for got in saved) or checks.files_verdict(files, state, 4)[1]:
         lost.add("sharded-save")
     tol = {key: checks.TOLERANCE for key in PARTS.values()}
     raised = any(isinstance(got, str) for row in second.results[:2] for got in row)
@@ -156,13 +196,49 @@ def test_reference_is_plain_adamw_on_the_whole_batch(lab: tuple[Any, Any]) -> No
 
 
 def test_files_verdict(lab: tuple[Any, Any]) -> None:
-    checks, _ = lab
-    state = checks.STATE_BYTES
-    quarter = {f"__{r}_0.distcp": state // 4 + 40_000 for r in range(4)} | {".metadata": 17_000}
-    assert checks.files_verdict(quarter, 4)[1] is None
-    whole = checks.files_verdict({"checkpoint.pt": state + 8_000}, 4)[1]
-    assert whole and "'checkpoint.pt'" in whole and "gathered" in whole
-    empty = checks.files_verdict({".metadata": 2_000}, 4)[1]
-    assert empty and "less than the model's parameters" in empty
-    alone = checks.files_verdict({"__0_0.distcp": state // 4 + 40_000, ".metadata": 17_000}, 4)[1]
-    assert alone and "only 1 file(s)" in alone and "4 ranks saved" in alone
+    checks, driver = lab
+    inputs = {"seed": 5, "dims": checks.DIMS, "batch": checks.BATCH, "steps": checks.STEPS, "hyper": checks.HYPER}
+    state = checks.checkpoint_tensors(driver.reference(inputs))
+
+    def raw(tensors: list[torch.Tensor], pad: int = 13) -> bytes:  # odd padding: values off the 8-byte grid
+        return b"".join(b"\x07" * pad + t.contiguous().numpy().tobytes() for t in tensors)
+
+    own = {f"c/__{r}_0.distcp": raw([t.chunk(4)[r] for t in state.values()]) for r in range(4)} | {"c/.metadata": b"x"}
+    assert checks.files_verdict(own, state, 4)[1] is None
+    whole = checks.files_verdict({"c/checkpoint.pt": raw(list(state.values()))}, state, 4)[1]
+    assert whole and "'c/checkpoint.pt' holds the shards of ranks 0, 1, 2 and 3" in whole and "gathered" in whole
+    data = raw(list(state.values()))
+    quarter = -(-len(data) // 4)
+    split = {f"c/__{r}_0.distcp": data[r * quarter : (r + 1) * quarter] for r in range(4)}
+    assert "gathered" in (checks.files_verdict(split, state, 4)[1] or "")
+    alone = checks.files_verdict({k: v for k, v in own.items() if "__0_" in k}, state, 4)[1]
+    assert alone and "ranks 1, 2 and 3's shards of the parameters" in alone
+    # Rank 2's rows of one parameter missing: named by rows.
+    label = "the parameter 2.weight"
+    partial = own | {"c/__2_0.distcp": raw([t.chunk(4)[2] for key, t in state.items() if key != label])}
+    lost = checks.files_verdict(partial, state, 4)[1]
+    assert lost and "rank 2's rows 64 to 95 of the parameter 2.weight" in lost, lost
+    # Rank 1's moments wrong in its file, parameters right: not this check's business.
+    params_only = own | {"c/__1_0.distcp": raw([t.chunk(4)[1] for key, t in state.items() if "parameter" in key])}
+    assert checks.files_verdict(params_only, state, 4)[1] is None
+    assert "no file under path" in (checks.files_verdict({}, state, 4)[1] or "")
+
+
+def test_rank0_writing_four_equal_files_loses_the_sharded_save(
+    lab: tuple[Any, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each of its files is about a quarter of the state, as each rank's own file would be: sizes cannot tell.
+    assert lost_checks(lab, FOUR_EQUAL_FILES, tmp_path, monkeypatch) == {"sharded-save"}
+    sizes = [p.stat().st_size for p in (tmp_path / "checkpoint").iterdir()]
+    assert len(sizes) == 4 and max(sizes) - min(sizes) <= 1
+
+
+def test_four_equal_files_graded_in_the_sandbox() -> None:
+    from labs.grader import Grader
+
+    with Grader(DEFAULT_CONTENT, pool_size=0, fork_from_template=template.available()) as grader:
+        verdict = grader.grade("checkpoint-resharding", FOUR_EQUAL_FILES)
+    lost = {c.id for c in verdict.checks if c.score < c.points}
+    assert lost == {"sharded-save"}, [(c.id, c.message) for c in verdict.checks]
+    message = verdict.check("sharded-save").message
+    assert "holds the shards of ranks" in message and "gathered" in message, message

@@ -1,4 +1,5 @@
-"""debugging-tools graded for real: which checks each mutant loses, and a differently written solution at full marks."""
+"""debugging-tools graded for real: which checks each mutant loses points on, a differently written solution at
+full marks, and the timing feedback (durations read inside the ranks) that tells wrong times without scoring them."""
 
 from __future__ import annotations
 
@@ -8,18 +9,81 @@ from .conftest import labs_dir
 
 LAB = "debugging-tools"
 WORLD_SIZES = [2]  # every mutant shows at two ranks; the catalogue test grades 2, 3 and 4
+FOLDER = labs_dir() / LAB
+# mutant: (the checks it loses points on, advice its messages give)
 LOSES = {
     "all_gather_by_all_reduce": ({"communication"}, "padded buffer"),
+    "all_gather_output_bytes": ({"timing-rows"}, "that is the whole output list"),
+    "all_reduce_averages": ({"collective-results"}, "a profiler only observes"),
     "allclose_losses": ({"sync"}, "compare exactly"),
-    "async_launch_time": ({"timing-times"}, "call wait() before reading the clock"),
     "broadcast_ignores_src": ({"collective-results"}, "the broadcast's src"),
     "compare_with_rank0": ({"sync", "agreement"}, "the ranks disagree"),
-    "cumulative_times": ({"timing-times"}, "not the time since the profiler started"),
     "elements_not_bytes": ({"timing-rows"}, "that is the number of elements"),
     "local_norm_only": ({"norms"}, "Gather the local norms"),
     "norms_of_averaged_gradient": ({"norms", "gradients-untouched"}, "norm of the gradient averaged"),
     "only_all_reduce_rows": ({"timing-rows"}, "every method must record its collective"),
     "start_and_end_rows": ({"timing-rows"}, "each one is recorded twice"),
+}
+FEEDBACK = "This check is feedback: it is measured inside your own process, so it cannot count"
+REFERENCE = (FOLDER / "solution.py").read_text()
+TOOLS = REFERENCE[: REFERENCE.index("class CommProfiler")]  # the reference's norms and sync check
+# Wrong times, right everything else: the timing feedback says so, and no point is lost for it.
+LAUNCH_ONLY = (
+    TOOLS
+    + """
+class CommProfiler:  # launched with async_op=True, the clock read before wait(): it times the launch only
+    def __init__(self):
+        self.rows = []
+
+    def _timed(self, name, tensor, launch):
+        start = time.perf_counter()
+        work = launch()
+        seconds = time.perf_counter() - start
+        work.wait()
+        self.rows.append({"op": name, "bytes": tensor.numel() * tensor.element_size(), "seconds": seconds})
+
+    def all_reduce(self, tensor, op=dist.ReduceOp.SUM):
+        self._timed("all_reduce", tensor, lambda: dist.all_reduce(tensor, op=op, async_op=True))
+
+    def broadcast(self, tensor, src):
+        self._timed("broadcast", tensor, lambda: dist.broadcast(tensor, src=src, async_op=True))
+
+    def all_gather(self, tensor_list, tensor):
+        self._timed("all_gather", tensor, lambda: dist.all_gather(tensor_list, tensor, async_op=True))
+
+    def table(self):
+        return list(self.rows)
+"""
+)
+CUMULATIVE = (
+    TOOLS
+    + """
+class CommProfiler:  # records the time since the profiler was created, not each collective's own duration
+    def __init__(self):
+        self.rows = []
+        self.created = time.perf_counter()
+
+    def _timed(self, name, tensor, run):
+        run()
+        self.rows.append({"op": name, "bytes": tensor.numel() * tensor.element_size(),
+                          "seconds": time.perf_counter() - self.created})
+
+    def all_reduce(self, tensor, op=dist.ReduceOp.SUM):
+        self._timed("all_reduce", tensor, lambda: dist.all_reduce(tensor, op=op))
+
+    def broadcast(self, tensor, src):
+        self._timed("broadcast", tensor, lambda: dist.broadcast(tensor, src=src))
+
+    def all_gather(self, tensor_list, tensor):
+        self._timed("all_gather", tensor, lambda: dist.all_gather(tensor_list, tensor))
+
+    def table(self):
+        return list(self.rows)
+"""
+)
+WRONG_TIMES = {
+    "launch-only": (LAUNCH_ONLY, "call wait() before reading the clock"),
+    "cumulative": (CUMULATIVE, "not the time since the profiler started"),
 }
 
 # Written differently from solution.py: norms by an all-reduce of a one-hot vector, the losses
@@ -72,16 +136,35 @@ class CommProfiler:
 
 
 def test_every_mutant_is_listed() -> None:
-    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
+    assert {f.stem for f in (FOLDER / "mutants").glob("*.py")} == set(LOSES)
 
 
 @pytest.mark.parametrize("mutant", sorted(LOSES))
 def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
-    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
+    code = (FOLDER / "mutants" / f"{mutant}.py").read_text()
     v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
     lost, advice = LOSES[mutant]
-    assert {c.id for c in v.checks if not c.passed} == lost, v.message
+    assert {c.id for c in v.checks if c.score < c.points} == lost, v.message
+    assert {c.id for c in v.checks if not c.passed} == lost, v.message  # and the times are fine
     assert advice in " ".join(c.message for c in v.checks if not c.passed)
+
+
+def test_the_timing_times_are_feedback_worth_no_points() -> None:
+    from labs.grader import Grader
+
+    lab = Grader.load_checks(FOLDER)[0]
+    assert lab.spec.check("timing-times").points == 0 and "Feedback, no points" in lab.spec.check("timing-times").title
+    assert lab.spec.max_score == 13
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_TIMES))
+def test_wrong_times_lose_no_points_and_the_feedback_says_what_is_wrong(one_grader, name: str) -> None:
+    code, advice = WRONG_TIMES[name]
+    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
+    assert v.score == v.max_score, [(c.id, c.message) for c in v.checks if not c.passed]
+    assert [c.id for c in v.checks if not c.passed] == ["timing-times"], v.message
+    message = next(c for c in v.checks if c.id == "timing-times").message
+    assert advice in message and FEEDBACK in message, message
 
 
 def test_a_differently_written_solution_gets_full_marks(one_grader) -> None:
@@ -90,15 +173,17 @@ def test_a_differently_written_solution_gets_full_marks(one_grader) -> None:
 
 
 def test_reference_shows_the_straggler_and_starter_says_not_implemented(one_grader) -> None:
-    v = one_grader.grade(LAB, (labs_dir() / LAB / "solution.py").read_text(), world_sizes=[3])
-    assert v.score == v.max_score, v.message
-    times = next(c for c in v.checks if c.id == "timing-times").data["world_size_3"]
+    v = one_grader.grade(LAB, REFERENCE, world_sizes=[3])
+    assert v.status == "passed" and v.score == v.max_score, v.message
+    feedback = next(c for c in v.checks if c.id == "timing-times")
+    assert feedback.passed and FEEDBACK in feedback.message
+    times = feedback.data["world_size_3"]
     assert {f"rank_{r}" for r in range(3)} == set(times)
     # The ranks that waited for the straggler (50 ms) show it in one of their rows.
     assert any(max(t["seconds"]) >= 0.025 for t in times.values()), times
     assert all(max(t["seconds"]) >= t["driver_delayed_call"] / 2 for t in times.values()), times
     wire = next(c for c in v.checks if c.id == "communication").data["world_size_3"]
     assert 1.0 <= wire["measured_total_bytes"] / wire["expected_total_bytes"] < 1.05, wire
-    v = one_grader.grade(LAB, (labs_dir() / LAB / "starter.py").read_text(), world_sizes=WORLD_SIZES)
+    v = one_grader.grade(LAB, (FOLDER / "starter.py").read_text(), world_sizes=WORLD_SIZES)
     messages = " ".join(c.message for c in v.checks)
     assert v.score == 0 and "NotImplementedError" in messages and "NameError" not in messages, messages

@@ -108,7 +108,7 @@ def tree(name: str, config: dict[str, Any]) -> dict[str, Any]:
         predicted = formula(p, t, frozen_train=True)
     elif name == "formula_one_moment":
         predicted = formula(p, t, moments=1)
-    return {"figures": mine, "formula": predicted, "measured": figures(m)}
+    return {"figures": mine, "formula": predicted}
 
 
 def cases() -> list[Case]:
@@ -171,6 +171,17 @@ def test_messages_say_what_was_measured_and_what_to_do() -> None:
     frozen = judge(lab, checks, cases(), rank(*(tree("formula_counts_frozen", c) for c in configs())))
     assert "embeddings frozen" in frozen["formula"].message and "the formula gives" in frozen["formula"].message
     assert frozen["formula"].fraction == pytest.approx(2 / 3)  # right on the full model, wrong twice when frozen
+
+
+def test_only_the_graders_own_measurement_is_the_truth() -> None:
+    """Whatever else a rank sends (a measurement of its own that agrees with its figures), a wrong figure stays
+    wrong: the expected figures are measured by the grader outside the rank."""
+    lab, checks = load(LAB)
+    forged = [{**tree("gradients_across_backward", c), "measured": tree("gradients_across_backward", c)["figures"]}
+              for c in configs()]  # fmt: skip
+    outcomes = judge(lab, checks, cases(), rank(*forged))
+    assert lost(outcomes) == {"gradients"}, {k: o.message for k, o in outcomes.items()}
+    assert all(c.points > 0 for c in lab.spec.checks)  # every check judges a result against the grader's figures
 
 
 def test_a_missing_key_or_an_error_is_said_and_each_check_holds_on_its_own() -> None:

@@ -15,7 +15,7 @@ from .gpu_facts import NEEDS_GPU, has_gpu, judge, load, lost, rank
 torch = pytest.importorskip("torch")
 LAB = "gpu-mixed-precision"
 FOLDER = labs_dir() / LAB
-# Which checks each mutant loses (the memory check needs the GPU's figures: judged in the GPU test).
+# Which checks each mutant fails (the memory check needs the GPU's figures: judged in the GPU test).
 LOSES = {
     "bfloat16": {"losses", "parameters", "autocast-fp16", "loss-scaling"},
     "clips_scaled_gradients": {"losses", "parameters"},
@@ -25,6 +25,9 @@ LOSES = {
     "steps_on_overflow": {"losses", "parameters", "loss-scaling"},
     "unscaled_backward": {"losses", "parameters", "autocast-fp16", "loss-scaling", "memory"},
 }
+# Read inside the rank (the driver's forward hooks, its benchmark): feedback, worth no points.
+FEEDBACK_CHECKS = {"autocast-fp16", "memory"}
+FEEDBACK = "This check is feedback: it is measured inside your own process, so it cannot count"
 MAY_KEEP_LOSSES = {name: {"losses"} for name in ("bfloat16", "no_autocast", "no_zero_grad", "steps_on_overflow")}
 # Peak memory above the model's, as the GPU measures it: float16 activations about 0.6 of float32's.
 BENCH = {
@@ -113,6 +116,18 @@ def test_mutant_loses_its_checks(graded_here, name: str) -> None:
     expected = LOSES[name] | ({"memory"} if name == "no_autocast" else set())
     assert lost(outcomes) == expected, {k: o.message for k, o in outcomes.items()}
     assert all(len(outcomes[c].message) > 40 for c in expected)
+    # Every mutant fails a check that carries points: one judged from its results against the reference run.
+    assert expected - FEEDBACK_CHECKS and all(lab.spec.check(c).points > 0 for c in expected - FEEDBACK_CHECKS)
+
+
+def test_what_is_read_inside_the_rank_is_feedback_worth_no_points(graded_here) -> None:
+    lab, checks, cases = graded_here
+    assert {c.id for c in lab.spec.checks if c.points == 0} == FEEDBACK_CHECKS
+    assert all("Feedback, no points" in lab.spec.check(c).title for c in FEEDBACK_CHECKS)
+    assert lab.spec.max_score == 8
+    for code, bench in (((FOLDER / "solution.py").read_text(), BENCH), (mutant("no_autocast"), SAME)):
+        outcomes = judge(lab, checks, cases, run_here(checks, cases, code, bench))
+        assert all(FEEDBACK in outcomes[c].message for c in FEEDBACK_CHECKS), {c: outcomes[c].message for c in outcomes}
 
 
 def test_messages_name_the_step_and_say_what_to_do(graded_here) -> None:
@@ -167,6 +182,7 @@ def test_on_a_gpu_the_reference_and_an_alternative_get_full_marks(gpu_grader) ->
 def test_on_a_gpu_every_mutant_loses_its_checks(gpu_grader, name: str) -> None:
     v = gpu_grader.grade(LAB, mutant(name))
     got = {c.id for c in v.checks if not c.passed}
+    assert v.score < v.max_score, [c.message for c in v.checks]  # points lost on a check judged outside the rank
     expected = LOSES[name] | ({"memory"} if name == "no_autocast" else set())
     # Ten steps at lr 0.05 barely move the loss: for a mistake in the updates, whether the later losses drift past
     # the tolerance depends on the seed (on the CPU: no_zero_grad kept them in 2 seeds of 8); the parameters never.

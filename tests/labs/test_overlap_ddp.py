@@ -1,13 +1,12 @@
 """overlap-ddp: the bucket rule and the statement agree; each mutant loses the checks it should, graded for real.
 
 ``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each mutant loses points; this pins
-which, proves that correct solutions written differently get full marks, and that faking the
-overlap with empty collectives during backward does not pay.
+which, proves that correct solutions written differently get full marks, and that the overlap, seen
+only from inside the ranks, is feedback: solutions without it keep every point and are told so.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,28 +20,30 @@ from .conftest import labs_dir
 LAB = "overlap-ddp"
 FOLDER = labs_dir() / LAB
 WORLD_SIZES = [2, 3]  # cap 33,500 B (3 buckets) and 65,536 B (2 buckets)
-# mutant: (checks it always loses, checks it may lose as well)
+SIZES = {"bucket_cap_in_elements": [4]}  # at 2 and 3 ranks it gives one bucket, as ignoring the cap does
+# mutant: (checks it always loses points on, checks it may lose points on as well)
 LOSES: dict[str, tuple[set[str], set[str]]] = {
-    "blocking_allreduce_in_hook": ({"overlap"}, set()),
-    "cap_ignored": ({"buckets", "overlap"}, set()),
-    "counts_never_reset": ({"parameters", "ranks-identical", "buckets", "overlap"}, set()),
+    "bucket_cap_in_elements": ({"buckets"}, set()),
+    "cap_ignored": ({"buckets"}, set()),
+    "counts_never_reset": ({"parameters", "ranks-identical", "buckets"}, set()),
+    "float32_buckets": ({"gradients", "parameters", "buckets"}, {"ranks-identical"}),
     "forward_order_buckets": ({"buckets"}, set()),
     # The un-waited works race the copy back: the values are wrong; the last step's bytes may not be sent yet.
     "no_wait": ({"gradients", "parameters"}, {"ranks-identical", "buckets"}),
     "one_allreduce_per_parameter": ({"buckets"}, set()),
     "sum_not_average": ({"gradients", "parameters"}, set()),
-    "sync_after_backward": ({"overlap"}, set()),
 }
 ADVICE = {
-    "blocking_allreduce_in_hook": "a hook waited for its all-reduce",
+    "bucket_cap_in_elements": "comparing the cap with numel() instead of bytes gives 2",
     "cap_ignored": "not one per parameter, nor one for the whole model",
     "counts_never_reset": "reset what counts the ready gradients",
-    "forward_order_buckets": "reverse model.parameters()",
+    "float32_buckets": "Keep each bucket's flat buffer in the gradients' own dtype (float64)",
+    "forward_order_buckets": "filling the buckets in model.parameters() order gives 4",
     "no_wait": "wait",
     "one_allreduce_per_parameter": "framing of 10 all-reduces per step",
     "sum_not_average": "divide by dist.get_world_size()",
-    "sync_after_backward": "0 issued during the whole backward pass",
 }
+FEEDBACK = "This check is feedback: it is measured inside your own process, so it cannot count"
 
 # Correct, and written unlike solution.py: tensor hooks that run before accumulation, the other accepted
 # bucket rule (never over the cap: 5 buckets at cap 33,500, 8 at 10,000), .grad replaced by views.
@@ -132,22 +133,99 @@ class OverlappingDDP:
         self.works, self.ready = {}, [0] * len(self.buckets)
 """
 
-# A cheat: an empty all-reduce at each bucket boundary during backward (no bytes on the wire), the real
-# ones after backward. The driver's count of collectives per step gives it away.
-FAKE_OVERLAP = (
-    (FOLDER / "mutants" / "sync_after_backward.py")
-    .read_text()
-    .replace(
-        "        if not self.buckets[-1]:\n            self.buckets.pop()\n",
-        "        if not self.buckets[-1]:\n            self.buckets.pop()\n"
-        "        last = {id(b[-1]) for b in self.buckets}\n"
-        "        for p in model.parameters():\n"
-        "            if id(p) in last:\n"
-        "                p.register_post_accumulate_grad_hook(\n"
-        "                    lambda _: (dist.all_reduce(torch.zeros(0, dtype=torch.float64), async_op=True), None)[1]\n"
-        "                )\n",
-    )
+# Right buckets and values, no overlap: every bucket is all-reduced in finish(), after backward.
+SYNC_AFTER_BACKWARD = """
+import torch
+import torch.distributed as dist
+
+
+class OverlappingDDP:
+    def __init__(self, model, bucket_cap_bytes):
+        self.buckets, size = [[]], 0
+        for p in reversed(list(model.parameters())):
+            self.buckets[-1].append(p)
+            size += p.numel() * p.element_size()
+            if size >= bucket_cap_bytes:
+                self.buckets.append([])
+                size = 0
+        if not self.buckets[-1]:
+            self.buckets.pop()
+
+    def finish(self):
+        works = []
+        for bucket in self.buckets:
+            flat = torch.cat([p.grad.reshape(-1) for p in bucket])
+            works.append((dist.all_reduce(flat, async_op=True), flat, bucket))
+        for work, flat, bucket in works:
+            work.wait()
+            flat /= dist.get_world_size()
+            offset = 0
+            for p in bucket:
+                p.grad.copy_(flat[offset : offset + p.numel()].view_as(p))
+                offset += p.numel()
+"""
+
+# Right buckets sent from the hooks, but each hook blocks in its all-reduce (no async_op): backward stalls.
+BLOCKING_IN_HOOK = """
+import torch
+import torch.distributed as dist
+
+
+class OverlappingDDP:
+    def __init__(self, model, bucket_cap_bytes):
+        params = list(model.parameters())
+        self.buckets, size = [[]], 0
+        for p in reversed(params):
+            self.buckets[-1].append(p)
+            size += p.numel() * p.element_size()
+            if size >= bucket_cap_bytes:
+                self.buckets.append([])
+                size = 0
+        if not self.buckets[-1]:
+            self.buckets.pop()
+        self.bucket_of = {p: i for i, bucket in enumerate(self.buckets) for p in bucket}
+        self.pending = [len(b) for b in self.buckets]
+        self.done = []
+        for p in params:
+            p.register_post_accumulate_grad_hook(self._ready)
+
+    def _ready(self, p):
+        i = self.bucket_of[p]
+        self.pending[i] -= 1
+        if self.pending[i] == 0:
+            flat = torch.cat([q.grad.reshape(-1) for q in self.buckets[i]])
+            dist.all_reduce(flat)
+            self.done.append((flat, i))
+
+    def finish(self):
+        for flat, i in self.done:
+            flat /= dist.get_world_size()
+            offset = 0
+            for q in self.buckets[i]:
+                q.grad.copy_(flat[offset : offset + q.numel()].view_as(q))
+                offset += q.numel()
+        self.done.clear()
+        self.pending = [len(b) for b in self.buckets]
+"""
+
+# Faking the overlap: an empty all-reduce at each bucket boundary during backward (no bytes on the wire), the
+# real ones after backward. The driver's count of collectives per step gives it away, in the feedback only.
+FAKE_OVERLAP = SYNC_AFTER_BACKWARD.replace(
+    "        if not self.buckets[-1]:\n            self.buckets.pop()\n",
+    "        if not self.buckets[-1]:\n            self.buckets.pop()\n"
+    "        last = {id(b[-1]) for b in self.buckets}\n"
+    "        for p in model.parameters():\n"
+    "            if id(p) in last:\n"
+    "                p.register_post_accumulate_grad_hook(\n"
+    "                    lambda _: (dist.all_reduce(torch.zeros(0, dtype=torch.float64), async_op=True), None)[1]\n"
+    "                )\n",
 )
+# Each one's overlap feedback says what it saw.
+NO_OVERLAP = {
+    "sync-after-backward": (SYNC_AFTER_BACKWARD, "0 issued during the whole backward pass"),
+    "blocking-in-hook": (BLOCKING_IN_HOOK, "a hook waited for its all-reduce"),
+    "fake-overlap": (FAKE_OVERLAP, "issued 6 collectives in step 0"),
+}
 
 
 def checks():  # type: ignore[no-untyped-def]
@@ -198,8 +276,8 @@ def test_every_mutant_is_listed() -> None:
 @pytest.mark.parametrize("mutant", sorted(LOSES))
 def test_mutant_loses_its_checks(one_grader: Any, mutant: str) -> None:
     code = (FOLDER / "mutants" / f"{mutant}.py").read_text()
-    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
-    lost = {c.id for c in v.checks if not c.passed}
+    v = one_grader.grade(LAB, code, world_sizes=SIZES.get(mutant, WORLD_SIZES))
+    lost = {c.id for c in v.checks if c.score < c.points}
     always, maybe = LOSES[mutant]
     assert always <= lost <= always | maybe, v.message + " " + " | ".join(c.message for c in v.checks)
     assert ADVICE[mutant] in " ".join(c.message for c in v.checks if not c.passed)
@@ -213,23 +291,33 @@ def test_correct_solutions_written_differently_get_full_marks(one_grader: Any, c
 
 def test_reference_counts_its_buckets_on_the_wire_and_starter_says_not_implemented(one_grader: Any) -> None:
     v = one_grader.grade(LAB, (FOLDER / "solution.py").read_text())
-    assert v.score == v.max_score, v.message
+    assert v.status == "passed" and v.score == v.max_score, v.message
     data = next(c for c in v.checks if c.id == "buckets").data
     for n, buckets in ((2, 3), (3, 2), (4, 4)):
         counts = data[f"world_size_{n}"]["all_reduces_per_step_from_the_wire"]
         assert counts == [float(buckets)] * n, data
-    overlap = next(c for c in v.checks if c.id == "overlap").data
-    assert overlap["world_size_2"]["ranks"]["0"]["issued_during_backward"] == [3, 3, 3]
+    overlap = next(c for c in v.checks if c.id == "overlap")
+    assert overlap.passed and FEEDBACK in overlap.message
+    assert overlap.data["world_size_2"]["ranks"]["0"]["issued_during_backward"] == [3, 3, 3]
     v = one_grader.grade(LAB, (FOLDER / "starter.py").read_text(), world_sizes=[2])
     messages = " ".join(c.message for c in v.checks)
     assert "NotImplementedError" in messages and "NameError" not in messages
 
 
-def test_empty_collectives_during_backward_do_not_fake_the_overlap(one_grader: Any) -> None:
-    assert "register_post_accumulate_grad_hook" in FAKE_OVERLAP
-    v = one_grader.grade(LAB, FAKE_OVERLAP, world_sizes=[2])
-    lost = {c.id for c in v.checks if not c.passed}
-    assert lost == {"buckets", "overlap"}, " | ".join(c.message for c in v.checks)
-    messages = " ".join(c.message for c in v.checks if not c.passed)
-    assert re.search(r"issued 6 collectives in step 0", messages), messages
-    assert "3 collectives were issued after the last gradient" in messages, messages
+def test_only_results_and_the_wire_carry_points() -> None:
+    """The overlap is seen only by the driver, inside the ranks, where a submission can rewrite it: no points."""
+    lab = Grader.load_checks(FOLDER)[0]
+    assert {c.id: c.points for c in lab.spec.checks} == {
+        "gradients": 3, "parameters": 2, "ranks-identical": 1, "buckets": 2, "overlap": 0,
+    }  # fmt: skip
+    assert "Feedback, no points" in lab.spec.check("overlap").title
+
+
+@pytest.mark.parametrize("name", sorted(NO_OVERLAP))
+def test_no_overlap_keeps_every_point_and_the_feedback_says_so(one_grader: Any, name: str) -> None:
+    code, seen = NO_OVERLAP[name]
+    v = one_grader.grade(LAB, code, world_sizes=[2])
+    assert v.score == v.max_score, " | ".join(c.message for c in v.checks)
+    assert [c.id for c in v.checks if not c.passed] == ["overlap"], " | ".join(c.message for c in v.checks)
+    message = next(c for c in v.checks if c.id == "overlap").message
+    assert seen in message and FEEDBACK in message, message

@@ -7,28 +7,22 @@ sandbox, on this lab's own copy of the public driver.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import torch
 
 from labs import training
 from labs.judge import Case, Facts, Outcome, Phase, case_failure, result
-from labs.public import load_public
+from labs.public import load_public, load_trusted
 
 DIMS = [32, 128, 128, 8]  # 21,768 float64 parameters: 170 KiB, 510 KiB with AdamW's two moments
 BATCH = 16  # global batch: equal shares on 4 and 2 ranks
 STEPS = 3  # trained on 4 ranks before the save; one more on 2 ranks after the load
 HYPER = {"lr": 0.01, "weight_decay": 0.1}
 TOLERANCE = (1e-9, 1e-11)  # float64: sharded gradients are averaged in another order
-PARAMETERS = sum(b * a + b for a, b in itertools.pairwise(DIMS))
-STATE_BYTES = 3 * 8 * PARAMETERS  # parameters and both moments, float64
-# One file may hold at most this share of the whole state: each of 4 ranks writes about a quarter
-# (plus a few KiB of headers); a rank that gathered everything writes all of it.
-LARGEST_SHARE = 0.5
-# Every saving rank's own part is at least this big (a quarter of the model alone is 43 KiB).
-PART_BYTES = 8 * PARAMETERS // 10
+CHECKPOINT = "checkpoint"  # the folder, in the phases' shared directory, that ``path`` names (driver.checkpoint_dir)
 DRIVER = load_public(__file__, "driver")
+scan = load_trusted(__file__, "scan")  # tensors found by value in the files' bytes
 
 
 def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
@@ -47,7 +41,7 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
 
     setup = saving("setup", f"{model} sharded on {save_on} ranks", {"trained": 0})
     train = [saving("train", f"step {k} on {save_on} ranks", {"trained": k}) for k in range(1, STEPS + 1)]
-    save = saving("save", f"save_checkpoint on {save_on} ranks after {STEPS} steps", {})
+    save = saving("save", f"save_checkpoint on {save_on} ranks after {STEPS} steps", {"saved": True})
 
     def loading(driver: str, label: str) -> Case:
         rows = [dict(inputs) for _ in range(load_on)]
@@ -81,9 +75,9 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
 
 
 def sharded_save(facts: Facts) -> Outcome:
-    """Every rank wrote its own part: no file holds most of the state, and the files hold at least the model."""
+    """Every rank wrote its own shards, judged by what the files under ``path`` hold (read as bytes, never loaded)."""
     groups = [g for g in facts.groups if g.phase == "save"]
-    if not groups:
+    if not groups or groups[0].status is None:
         return Outcome(False, "the save phase was not run")
     g = groups[0]
     for i in range(len(g.cases)):
@@ -91,37 +85,98 @@ def sharded_save(facts: Facts) -> Outcome:
             why = case_failure(g, i, r)
             if why:
                 return Outcome(False, f"{g.name}, rank {r}, {g.cases[i].label}: {why}")
-    data, why = files_verdict(result(g, len(g.cases) - 1, 0)["files"], g.world_size)
+    state = saved_state(facts)
+    if state is None:
+        return Outcome(False, "the load phase, which holds the state the save must contain, was not planned")
+    files = {path: data for path, data in g.files.items() if path.startswith(f"{CHECKPOINT}/")}
+    data, why = files_verdict(files, state, g.world_size, truncated=g.files_truncated)
     return Outcome(why is None, f"{g.name}: {why}" if why else data.pop("summary"), data)
 
 
-def files_verdict(files: dict[str, int], ranks: int) -> tuple[dict[str, Any], str | None]:
-    """The files ``ranks`` ranks' save left under ``path`` (name -> bytes) against a sharded save; None if right."""
-    data: dict[str, Any] = {"files": files, "state_bytes": STATE_BYTES, "largest_share": LARGEST_SHARE}
-    total = sum(files.values())
-    if total < 8 * PARAMETERS:
+def saved_state(facts: Facts) -> dict[str, torch.Tensor] | None:
+    """What the checkpoint must hold, from the load phase's expected report (the reference after step ``STEPS``)."""
+    for g in facts.groups:
+        for case in g.cases:
+            if case.driver == "report":
+                return checkpoint_tensors(case.expected[0])
+    return None
+
+
+def checkpoint_tensors(reference: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The whole parameters and both AdamW moments of a reference report, by the label a message gives them."""
+    state = {f"the parameter {name}": p for name, p in reference["params"].items()}
+    for name, moments in reference["optimizer"].items():
+        state |= {f"AdamW's {key} of {name}": moments[key] for key in ("exp_avg", "exp_avg_sq")}
+    return state
+
+
+def _rows(t: torch.Tensor, ranks: int, r: int) -> str:
+    """Which rows of ``t`` rank ``r`` holds under FSDP2's ``Shard(0)`` (torch.chunk along dim 0)."""
+    per = -(-t.shape[0] // ranks)
+    return f"rows {r * per} to {min(t.shape[0], (r + 1) * per) - 1}"
+
+
+def files_verdict(
+    files: dict[str, bytes], state: dict[str, torch.Tensor], ranks: int, *, truncated: bool = False
+) -> tuple[dict[str, Any], str | None]:
+    """The files ``ranks`` ranks' save left under ``path`` (name -> bytes) against a sharded save; None if right.
+
+    Rank r's shard of a tensor is its rows under FSDP2 (``torch.chunk(ranks)[r]``). Each file is
+    attributed to the ranks whose shards it holds, by value (``scan.locate``), never by its name:
+    a file holding the rows of two ranks was written by a process that gathered them, and every
+    rank's rows of every parameter must be in some file. AdamW's moments count for the first rule
+    only (whether they were saved at all is the optimizer-state check's business).
+    """
+    shards = {(label, r): t.chunk(ranks)[r] for label, t in state.items() for r in range(ranks)}
+    where = scan.locate(files, shards, *TOLERANCE)
+    holders: dict[str, set[int]] = {name: set() for name in files}
+    for (_, r), names in where.items():
+        for name in names:
+            holders[name].add(r)
+    data: dict[str, Any] = {
+        "files": {name: len(content) for name, content in sorted(files.items())},
+        "ranks_in_file": {name: sorted(rs) for name, rs in sorted(holders.items())},
+    }
+    cut = " (the grader read only part of the files: the phase left more than it keeps)" if truncated else ""
+    if not files:
         return data, (
-            f"save_checkpoint wrote {total:,} bytes under path, less than the model's parameters alone"
-            f" ({8 * PARAMETERS:,} bytes of float64): write the checkpoint into the directory it is given"
+            f"save_checkpoint left no file under path{cut}: write the checkpoint into the directory it is given,"
+            " every rank its own shards (torch.distributed.checkpoint.save)"
         )
-    name, biggest = max(files.items(), key=lambda kv: kv[1])
-    if biggest > LARGEST_SHARE * STATE_BYTES:
+    for name, rs in sorted(holders.items()):
+        if len(rs) > 1:
+            label = next(lb for (lb, r), names in where.items() if r == min(rs) and name in names)
+            return data, (
+                f"the file {name!r} holds the shards of ranks {_and(sorted(rs))} (for example rank {min(rs)}'s"
+                f" {_rows(state[label], ranks, min(rs))} of {label}): one process wrote other ranks' shards, so"
+                " it had gathered them. Each rank must write only the shards it holds:"
+                " torch.distributed.checkpoint.save does that with the sharded state dicts of"
+                " get_state_dict(model, optimizer)."
+            )
+    missing = [(label, r) for (label, r), names in where.items() if not names and label.startswith("the parameter")]
+    if missing:
+        absent = sorted({r for _, r in missing})
+        parameters = sum(label.startswith("the parameter") for label in state)
+        empty = [r for r in absent if sum(1 for _, m in missing if m == r) == parameters]
+        if empty:
+            return data, (
+                f"no file under path holds any of rank{'s' if len(empty) > 1 else ''} {_and(empty)}'s shards of"
+                f" the parameters{cut}: every rank must save the shards it holds."
+                " torch.distributed.checkpoint.save is collective: every rank calls it, and each writes its own."
+            )
+        label, r = missing[0]
         return data, (
-            f"the file {name!r} holds {biggest:,} bytes, {biggest / STATE_BYTES:.0%} of the whole model"
-            f" and optimizer state ({STATE_BYTES:,} bytes), so one rank gathered and wrote (nearly) everything."
-            " Each rank must write only its own shards: torch.distributed.checkpoint.save does that with the"
-            " sharded state dicts of get_state_dict(model, optimizer)."
+            f"rank {r}'s {_rows(state[label], ranks, r)} of {label} are in no file under path{cut}: the checkpoint"
+            " must hold every rank's shard of every parameter (save the whole sharded state dict)."
         )
-    parts = [k for k, v in files.items() if v >= PART_BYTES]
-    if len(parts) < ranks:
-        return data, (
-            f"only {len(parts)} file(s) under path hold {PART_BYTES:,} bytes or more, but {ranks} ranks saved:"
-            " each rank must write its own shards, nobody's may be left out. torch.distributed.checkpoint.save"
-            " is collective: every rank calls it, and each writes the shards it holds."
-        )
-    share = ", ".join(f"{k}: {v:,}" for k, v in sorted(files.items()))
-    data["summary"] = f"{len(files)} files, the largest {biggest / STATE_BYTES:.0%} of the state ({share})"
+    mine = "; ".join(f"rank {r}: {', '.join(sorted(n for n, rs in holders.items() if r in rs))}" for r in range(ranks))
+    data["summary"] = f"each of the {ranks} ranks' shards, and only that rank's, are in files of their own ({mine})"
     return data, None
+
+
+def _and(items: list[int]) -> str:
+    words = [str(i) for i in items]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _optimizer_hint(g: Any, i: int, case: Case, r: int) -> str:

@@ -1,26 +1,40 @@
-"""Trusted checks for crash-resume: the crashes the grader chooses, the uninterrupted reference, the rules.
+"""Trusted checks for crash-resume: the crashes the grader delivers, the uninterrupted reference, the rules.
 
-Never mounted into the sandbox. Per world size: a phase in which one rank is killed right
-after a chosen optimizer step, then the same script relaunched on the same checkpoint folder.
-Once more, at one world size: rank 0 killed half-way through writing a checkpoint, then a
-relaunch. The first phase also runs the script once with some of torchrun's variables unset.
-The reference is ``task.reference`` (one process, whole batch, no interruption), run here.
+Never mounted into the sandbox. Per world size: a first launch during which the zygote kills one
+rank, from outside, when a chosen checkpoint appears in ``CHECKPOINT_DIR`` (``labs.faults``), then
+the same script relaunched on the same folder. Once more, at one world size: the rank writing a
+checkpoint is killed while it writes it and the zygote cuts that file in half, then a relaunch.
+The first launch of the first world size also runs the script once with some of torchrun's
+variables unset. ``INIT_SEED`` is new at every launch: only a relaunch that restores the
+checkpoint ends where uninterrupted training from the first launch's weights does.
+
+What earns points is read outside the ranks: the parameters the relaunch left at
+``FINAL_MODEL_PATH`` and the checkpoints, found by value in the files' bytes (``scan.locate``:
+nothing the student wrote is ever loaded here), compared with ``task.reference``; and what the
+zygote saw and did (the checkpoints published, the rank it killed, the file it cut). What the
+driver counted inside the ranks (optimizer steps, batches) is only quoted in messages. The one
+exception is the environment check, whose subject is the exit status and the message the script
+itself gives.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
 
-from labs import trees
 from labs.judge import Case, Facts, GroupRun, Outcome, Phase, result
-from labs.public import load_public
+from labs.public import load_public, load_trusted
 
 TORCHRUN = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 NODES = {2: 2, 3: 3, 4: 2}  # nodes the ranks of each world size are spread over
 TOLERANCE = (1e-9, 1e-11)  # float64; DDP sums the ranks' gradients in another order than one process
 EXIT_MISSING = 2
+PATTERN = r"^step-(\d+)\.pt$"  # a complete checkpoint's name in CHECKPOINT_DIR: the number of steps done
+CHECKPOINTS, FINAL = "checkpoints", "final.pt"  # CHECKPOINT_DIR and FINAL_MODEL_PATH in a launch's folder
+
+scan = load_trusted(__file__, "scan")  # tensors found by value in the files' bytes
 
 
 def _draw(gen: torch.Generator, low: int, high: int) -> int:
@@ -28,7 +42,7 @@ def _draw(gen: torch.Generator, low: int, high: int) -> int:
     return int(torch.randint(low, high + 1, (1,), generator=gen))
 
 
-def _env(n: int, rank: int, folder: str, seed: int, total: int, every: int) -> dict[str, Any]:
+def _env(n: int, rank: int, folder: str, seed: int, init: int, total: int, every: int) -> dict[str, Any]:
     per = n // NODES.get(n, 1)
     return {
         "LOCAL_RANK": rank % per,
@@ -36,86 +50,78 @@ def _env(n: int, rank: int, folder: str, seed: int, total: int, every: int) -> d
         "GROUP_RANK": rank // per,
         "GROUP_WORLD_SIZE": n // per,
         "SEED": seed,
+        "INIT_SEED": init,
         "TOTAL_STEPS": total,
         "CHECKPOINT_EVERY": every,
-        "CHECKPOINT_DIR": f"{{shared}}/{folder}/checkpoints",
-        "FINAL_MODEL_PATH": f"{{shared}}/{folder}/final.pt",
+        "CHECKPOINT_DIR": f"{{shared}}/{folder}/{CHECKPOINTS}",
+        "FINAL_MODEL_PATH": f"{{shared}}/{folder}/{FINAL}",
     }
 
 
 def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
+    """Two groups per crash: a first launch the zygote crashes, then a relaunch on the same folder.
+
+    What a rank can see of the job it is forked with (phase names, folders, world sizes, the order
+    of the launches) says nothing of the crash to come: every launch is named alike, the launches
+    (one per world size and one more) come in an order drawn per grading, and which of them is
+    crashed while saving is drawn apart from that. The plan is in ``Phase.fault``, which only the
+    zygote receives.
+    """
     task = load_public(__file__, "task")
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     every = _draw(gen, 2, 3)
-    total = every * 4 + _draw(gen, 0, every - 1)  # 8 to 14 steps, 4 checkpoints
-    params = task.reference(seed, total)
-    out: list[Phase] = []
+    total = every * 6 + _draw(gen, 0, every - 1)  # 12 to 20 steps, 6 checkpoints
     unset = [TORCHRUN[i] for i in torch.randperm(len(TORCHRUN), generator=gen)[: _draw(gen, 1, 2)].tolist()]
-    for n in world_sizes:
-        # Killed after a step that is not a checkpoint's: nothing is being saved then, so the
-        # latest complete checkpoint is the one of step (kill // every) * every, whatever the timing.
-        kill = _draw(gen, every + 1, total - 1)
-        while kill % every == 0:
-            kill = _draw(gen, every + 1, total - 1)
-        victim = _draw(gen, 0, n - 1)
-        folder = f"ws{n}-step"
-        env = [_env(n, r, folder, seed, total, every) for r in range(n)]
-        crash = [{"env": env[r], "kill_rank": victim, "kill_after_step": kill} for r in range(n)]
-        cases = [_case("crash", f"rank {victim} killed right after optimizer step {kill}", crash, kill=kill)]
-        if n == world_sizes[0]:
-            missing = [{"env": env[r], "unset": unset} for r in range(n)]
-            cases.insert(0, _case("environment", f"the script started without {', '.join(unset)}", missing))
-        out.append(Phase(f"kill after step {kill}", n, cases, expect_crash=True))
-        resume = (kill // every) * every
-        relaunch = [{"env": env[r], "read_final": True} for r in range(n)]
-        label = f"relaunched after rank {victim} was killed after step {kill} (every {every} steps, {total} steps)"
-        out.append(Phase("relaunch", n, [_case("resumes", label, relaunch, resume, total, params, kill=kill)]))
-    n = world_sizes[_draw(gen, 0, len(world_sizes) - 1)]
-    saving = _draw(gen, 2, 3) * every  # a previous complete checkpoint exists, and steps remain
-    folder = f"ws{n}-save"
-    env = [_env(n, r, folder, seed, total, every) for r in range(n)]
-    crash = [{"env": env[r], "kill_rank": 0, "kill_in_save_after_step": saving} for r in range(n)]
-    label = f"rank 0 killed half-way through writing the checkpoint of step {saving}"
-    out.append(Phase(f"kill inside the save of step {saving}", n, [_case("crash", label, crash)], expect_crash=True))
-    relaunch = [{"env": env[r], "read_final": True} for r in range(n)]
-    label = f"relaunched after rank 0 died half-way through saving the checkpoint of step {saving}"
-    case = _case("half-written", label, relaunch, saving - every, total, params, kill=saving)
-    out.append(Phase("relaunch after the half-written save", n, [case]))
+    inits = iter(torch.randperm(2**20, generator=gen)[: 2 * len(world_sizes) + 2].tolist())
+    sizes = [*world_sizes, world_sizes[_draw(gen, 0, len(world_sizes) - 1)]]
+    sizes = [sizes[j] for j in torch.randperm(len(sizes), generator=gen).tolist()]
+    saving = _draw(gen, 0, len(sizes) - 1)
+    crashes = []
+    for j, n in enumerate(sizes):
+        if j == saving:  # killed while writing the checkpoint of step 2k or 3k: one (k or 2k) is complete
+            crashes.append((n, _draw(gen, 2, 3) * every, {"writer": True, "cut": True}))
+        else:  # killed when the checkpoint of step k or 2k appears, a rank other than the one writing it
+            crashes.append((n, _draw(gen, 1, 2) * every, {"rank": _draw(gen, 1, n - 1)}))
+    # At least 3k steps remain after the crash: the zygote sees a checkpoint some milliseconds after it
+    # appears (up to tens on a loaded machine), and the run must not be over by then.
+    out: list[Phase] = []
+    for i, (n, at, victim) in enumerate(crashes):
+        folder = f"job-{i + 1}"
+        first, again = next(inits), next(inits)
+        check = "half-written" if victim.get("cut") else "resumes"
+        want = {
+            "folder": folder,
+            "total": total,
+            "states": task.reference(seed, first, total),
+            "fresh": task.reference(seed, again, total)[-1]["params"],
+        }
+        launch = [{"env": _env(n, r, folder, seed, first, total, every)} for r in range(n)]
+        cases = [_case("crash", f"the first launch on {n} ranks", launch, {})]
+        if i == 0:
+            missing = [{"env": row["env"], "unset": unset} for row in launch]
+            label = f"the script started without {', '.join(unset)}"
+            cases.insert(0, _case("environment", label, missing, {"unset": unset}))
+        watch = {"dir": f"{folder}/{CHECKPOINTS}", "pattern": PATTERN}
+        out.append(Phase("first launch", n, cases, expect_crash=True, fault=watch | {"kill": {"at": at, **victim}}))
+        label = f"relaunched on {n} ranks after {'a crash while saving' if check == 'half-written' else 'a crash'}"
+        relaunch = [{"env": _env(n, r, folder, seed, again, total, every)} for r in range(n)]
+        out.append(Phase("relaunch", n, [_case(check, label, relaunch, want)], fault=watch | {"kill": None}))
     return out
 
 
-def _case(
-    check: str,
-    label: str,
-    inputs: list[dict[str, Any]],
-    resume: int | None = None,
-    total: int | None = None,
-    params: dict[str, torch.Tensor] | None = None,
-    kill: int | None = None,
-) -> Case:
-    """One run of the script on every rank. ``expected`` holds what the rules need, never compared as a whole."""
-    expected = [
-        {"resume": resume, "total": total, "kill": kill, "unset": i.get("unset"), "params": params if r == 0 else None}
-        for r, i in enumerate(inputs)
-    ]
-    return Case(check=check, fn="main", driver="run", label=label, inputs=inputs, expected=expected)
+def _case(check: str, label: str, inputs: list[dict[str, Any]], want: dict[str, Any]) -> Case:
+    """One run of the script on every rank; ``expected[0]`` holds what the rules need (never compared whole)."""
+    return Case(check=check, fn="main", driver="run", label=label, inputs=inputs, expected=[want] * len(inputs))
 
 
-def _runs(facts: Facts, check: str) -> list[tuple[GroupRun, int, Case]]:
-    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.check == check]
-
-
-def _no_result(g: GroupRun, i: int, r: int) -> str:
-    """Why rank r of group g has no result for case i."""
-    if g.status is None:
-        return "not run: an earlier phase ended the grading"
-    run = g.ranks[r]
-    errors = [e for e in run.errors if e.get("call") == i or e.get("phase") == "import"]
-    if errors:
-        return f"{errors[0].get('error')}: {errors[0].get('message')}"
-    state = run.info.get("state", "no report")
-    end = {"deadlock": ": the ranks hung (deadlock)", "time_limit": ": the time limit ran out"}.get(g.status or "", "")
-    return f"no result: the run ended with this rank {state}{end}"
+def _relaunches(facts: Facts, checks: tuple[str, ...]) -> list[tuple[GroupRun | None, GroupRun, int, Case]]:
+    """(first launch's group, relaunch's group, case index, case) for each relaunch judging one of ``checks``."""
+    out = []
+    for k, g in enumerate(facts.groups):
+        for i, case in enumerate(g.cases):
+            if case.check in checks:
+                out.append((facts.groups[k - 1] if k else None, g, i, case))
+    return out
 
 
 def _last_line(text: str) -> str:
@@ -123,157 +129,282 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "(nothing on stderr)"
 
 
-def _crash_note(facts: Facts, g: GroupRun) -> str:
-    """If the crash before this relaunch did not happen, say so."""
-    index = facts.groups.index(g) - 1
-    before = facts.groups[index] if index >= 0 else None
-    if before is None or not before.expect_crash:
-        return ""
-    for i, case in enumerate(before.cases):
-        if case.check != "crash":
-            continue
-        victim = int(case.inputs[0]["kill_rank"])
-        got = result(before, i, victim)
-        if isinstance(got, dict):
-            return (
-                f" (the crash never happened: in the previous phase rank {victim}'s script ended with status"
-                f" {got.get('exit')} after {got.get('optimizer_steps')} optimizer steps, before the grader could"
-                " kill it)"
-            )
+def _not_run(g: GroupRun | None) -> str | None:
+    if g is None or g.status is None:
+        return "not run: an earlier phase ended the grading"
+    if g.status not in ("ok", "crashed"):
+        ended = {"deadlock": "the ranks hung (deadlock)", "time_limit": "the time limit ran out"}
+        return f"the {g.phase} ended early: {ended.get(g.status, g.status)}"
+    return None
+
+
+def _crash(first: GroupRun | None) -> tuple[dict[str, Any] | None, str]:
+    """The fault the zygote delivered in the first launch, or None and why there was none."""
+    why = _not_run(first)
+    if why or first is None:
+        return None, why or "not run"
+    report = first.fault_report
+    if report.get("error"):
+        return None, f"the grader could not deliver its crash: {report['error']}"
+    fault = report.get("fault")
+    if fault is None:
+        at = int((first.fault or {}).get("kill", {}).get("at", 0))
+        seen = [name for name, _ in report.get("published", [])]
+        said = f" (it published only {', '.join(seen)})" if seen else ""
+        return None, (
+            f"the grader's crash never came: it was due when the checkpoint of step {at} appeared in"
+            f" CHECKPOINT_DIR, and no file named step-<n>.pt with n >= {at} ever did{said}{_ended(first)}."
+            " Save a checkpoint after every CHECKPOINT_EVERY steps, as CHECKPOINT_DIR/step-<n>.pt, n the number"
+            " of steps done"
+        )
+    return fault, ""
+
+
+def _ended(first: GroupRun) -> str:
+    """How the first launch's script ended on rank 0, as the driver saw it (feedback)."""
+    for i, case in enumerate(first.cases):
+        got = result(first, i, 0) if case.check == "crash" else None
+        if isinstance(got, dict) and got.get("exit") != 0:
+            return f"; rank 0's script exited with status {got.get('exit')}: {_last_line(got.get('stderr', ''))}"
     return ""
 
 
-def _resume_problem(got: Any, expected: dict[str, Any]) -> str | None:
-    """What is wrong with one rank's relaunch, or None."""
-    if got.get("exit") != 0:
-        return f"the relaunched script exited with status {got.get('exit')}: {_last_line(got.get('stderr', ''))}"
-    resume, total = int(expected["resume"]), int(expected["total"])
-    steps, batches = int(got.get("optimizer_steps", -1)), list(got.get("batches", []))
-    if steps == total - resume and (not batches or batches[0] == resume):
-        return None
-    first = f", starting with the batch of step {batches[0]}" if batches else ""
-    said = (
-        f"the relaunched script took {steps} optimizer steps{first}, but the latest complete checkpoint holds the"
-        f" state after {resume} steps, so steps {resume} to {total - 1} ({total - resume} steps) remained"
-    )
-    if steps == total:
-        return said + ": it started again from step 0 instead of loading the checkpoint"
-    if steps == total - resume + 1:
-        return said + (
-            ": it ran again a step the checkpoint already holds"
-            " (store the number of steps done and resume at that index)"
+def _counted(g: GroupRun, i: int) -> str:
+    """What the driver counted in rank 0 (inside the rank: quoted, never judged)."""
+    got = result(g, i, 0)
+    if not isinstance(got, dict):
+        return ""
+    batches = list(got.get("batches") or [])
+    first = f", the first for the batch of step {batches[0]}" if batches else ""
+    return f" (the driver counted {got.get('optimizer_steps')} optimizer steps in rank 0{first})"
+
+
+def _final(g: GroupRun, i: int, case: Case) -> tuple[str, str]:
+    """What the relaunch left at FINAL_MODEL_PATH, read by value: (kind, what to say)."""
+    want = case.expected[0]
+    path = f"{want['folder']}/{FINAL}"
+    data = g.files.get(path)
+    if data is None and path in g.file_sizes:
+        return "missing", "the grader could not read FINAL_MODEL_PATH: the phase left more files than it reads"
+    if data is None:
+        got = result(g, i, 0)
+        said = ""
+        if isinstance(got, dict):
+            said = f": rank 0's script exited with status {got.get('exit')}: {_last_line(got.get('stderr', ''))}"
+        return "missing", f"the relaunch left no file at FINAL_MODEL_PATH{said}"
+    final = want["states"][-1]["params"]
+    tensors = {("final", k): v for k, v in final.items()} | {("fresh", k): v for k, v in want["fresh"].items()}
+    found = scan.locate({path: data}, tensors, *TOLERANCE)
+    if all(found[("final", k)] for k in final):
+        return "right", ""
+    if all(found[("fresh", k)] for k in want["fresh"]):
+        return "fresh", (
+            "FINAL_MODEL_PATH holds the parameters of a run that started again from step 0, from the relaunch's"
+            " own initial weights (INIT_SEED is new at every launch): the relaunch did not load the checkpoint"
         )
-    if steps == total - resume - 1:
-        return said + ": it skipped a step (the number of steps done is the index of the next step to run)"
-    return said
+    missing = sorted(k for k in final if not found[("final", k)])
+    return "other", (
+        f"FINAL_MODEL_PATH does not hold the parameters of uninterrupted training after {want['total']} steps"
+        f" ({', '.join(missing)} differ or are missing)"
+    )
+
+
+def _newest(names: list[str]) -> int | None:
+    steps = [int(m.group(1)) for name in names if (m := re.match(PATTERN, name))]
+    return max(steps) if steps else None
+
+
+def _checkpoint_hint(first: GroupRun, relaunch: GroupRun, case: Case) -> str:
+    """What the newest checkpoint the relaunch found holds, by value: the parameters, the momentum, both."""
+    want = case.expected[0]
+    newest = _newest(relaunch.fault_report.get("present", []))
+    if newest is None:
+        return ""
+    name = next(
+        (n for n in relaunch.fault_report.get("present", []) if (m := re.match(PATTERN, n)) and int(m[1]) == newest),
+        "",
+    )
+    data = first.files.get(f"{want['folder']}/{CHECKPOINTS}/{name}")
+    if data is None or newest >= len(want["states"]):
+        return ""
+    state = want["states"][newest]
+    tensors = {("params", k): v for k, v in state["params"].items()} | {
+        ("momentum", k): v for k, v in state["momentum"].items()
+    }
+    found = scan.locate({name: data}, tensors, *TOLERANCE)
+    params = all(found[("params", k)] for k in state["params"])
+    momentum = all(found[("momentum", k)] for k in state["momentum"])
+    if params and not momentum:
+        return (
+            f". {name} holds the parameters after {newest} steps but not SGD's momentum buffers: save"
+            " optimizer.state_dict() in the checkpoint with the model's and load both"
+        )
+    if params:
+        return (
+            f". {name} holds the whole state after {newest} steps (parameters and momentum): restore both and"
+            f" continue with step {newest}, the number of steps done, so no step runs twice"
+        )
+    return f". {name} does not hold the parameters after {newest} steps: save model.state_dict() in it"
+
+
+def _republished(relaunch: GroupRun) -> str | None:
+    """A checkpoint the relaunch published again although the folder already held it (or a newer one)."""
+    newest = _newest(relaunch.fault_report.get("present", []))
+    if newest is None:
+        return None
+    again = [(name, step) for name, step in relaunch.fault_report.get("published", []) if int(step) <= newest]
+    if not again:
+        return None
+    name, step = again[0]
+    return (
+        f"the relaunch wrote {name} (the state after {step} steps) although CHECKPOINT_DIR already held the"
+        f" checkpoint of step {newest}: it ran again steps that checkpoint holds, so it did not resume from the"
+        " newest complete checkpoint"
+    )
 
 
 def _summary(failures: list[str], total: int, advice: str) -> str:
     first = failures[0]
     others = len(failures) - 1
-    more = f"; {others} other rank result{'s' if others > 1 else ''} wrong" if others else ""
+    more = f"; {others} other relaunch{'es' if others > 1 else ''} wrong" if others else ""
     return f"{first}{more} [{total - len(failures)} of {total} right]. {advice}"
 
 
-def _judge_relaunch(facts: Facts, check: str, advice: str, success: str) -> Outcome:
-    total = good = 0
+def _judge(facts: Facts, checks: tuple[str, ...], verdict: Any, advice: str, success: str) -> Outcome:
+    total = 0
     failures: list[str] = []
-    for g, i, case in _runs(facts, check):
-        for r in range(g.world_size):
-            total += 1
-            got = result(g, i, r)
-            why = _no_result(g, i, r) if not isinstance(got, dict) else _resume_problem(got, case.expected[r])
-            if why is None:
-                good += 1
-            else:
-                failures.append(f"{g.name}, rank {r}, {case.label}: {why}{_crash_note(facts, g)}")
+    late: list[str] = []
+    for first, g, i, case in _relaunches(facts, checks):
+        fault, why = _crash(first)
+        where = f"{g.phase} on {g.world_size} ranks"
+        if fault is not None and first is not None and f"{case.expected[0]['folder']}/{FINAL}" in first.file_sizes:
+            # The first launch had written FINAL_MODEL_PATH: training was over before the crash landed (a loaded
+            # machine delays the zygote), so this relaunch tests nothing. Never a point: it is left out.
+            late.append(where)
+            continue
+        total += 1
+        if fault is None:
+            failures.append(f"{where}: {why}")
+            continue
+        why = _not_run(g) or verdict(first, g, i, case, fault)
+        if why:
+            failures.append(f"{where}, after {_what(fault)}: {why}")
+    skipped = (
+        f" ({len(late)} first launch{'es' if len(late) > 1 else ''} had written FINAL_MODEL_PATH before the grader's"
+        " crash landed, so their relaunches were not judged)"
+        if late
+        else ""
+    )
     if not total:
-        return Outcome(False, "no relaunch was run", fraction=0.0)
+        return Outcome(False, f"no relaunch could be judged{skipped}", fraction=0.0)
     if not failures:
-        return Outcome(True, f"all {total} relaunched ranks {success}", fraction=1.0)
-    return Outcome(False, _summary(failures, total, advice), {"first_failure": failures[0]}, fraction=good / total)
+        return Outcome(True, f"all {total} relaunches {success}{skipped}", fraction=1.0)
+    fraction = (total - len(failures)) / total
+    message = _summary(failures, total, advice) + skipped
+    return Outcome(False, message, {"first_failure": failures[0]}, fraction)
+
+
+def _what(fault: dict[str, Any]) -> str:
+    """The crash as the grader delivered it, in words (after the fact)."""
+    said = f"rank {fault['rank']} was killed when {fault['name']} appeared"
+    cut = fault.get("cut")
+    if cut and cut["bytes"]:
+        said += f" (it was writing {cut['file']}, cut to {cut['kept']:,} of its {cut['bytes']:,} bytes)"
+    elif cut:
+        said += f" (it had just created {cut['file']}, which held no bytes yet)"
+    elif fault.get("completed") and fault["name"] in fault.get("removed", []):
+        said += f" (it had written {fault['name']} outside CHECKPOINT_DIR: its rename into the folder was undone)"
+    return said
+
+
+def _resumed(first: GroupRun, g: GroupRun, i: int, case: Case, fault: dict[str, Any]) -> str | None:
+    kind, said = _final(g, i, case)
+    if kind in ("missing", "fresh"):
+        return said + _counted(g, i)
+    return _republished(g)
+
+
+def _parameters(first: GroupRun, g: GroupRun, i: int, case: Case, fault: dict[str, Any]) -> str | None:
+    kind, said = _final(g, i, case)
+    if kind == "right":
+        return None
+    return said + (_checkpoint_hint(first, g, case) if kind == "other" else "")
+
+
+def _survived_cut(first: GroupRun, g: GroupRun, i: int, case: Case, fault: dict[str, Any]) -> str | None:
+    if not fault.get("completed"):
+        error = (
+            first.fault_report.get("error")
+            or "the file being written was neither in CHECKPOINT_DIR nor renamed into it"
+        )
+        return f"the grader could not leave CHECKPOINT_DIR as a crash in the middle of the save would: {error}"
+    kind, said = _final(g, i, case)
+    return said + _counted(g, i) if kind in ("missing", "fresh") else None
 
 
 def resumes(facts: Facts) -> Outcome:
-    return _judge_relaunch(
+    return _judge(
         facts,
-        "resumes",
+        ("resumes",),
+        _resumed,
         "On start, find the newest checkpoint in CHECKPOINT_DIR, load the model and optimizer state from it,"
         " and continue with the step after the last one it holds.",
-        "resumed from the latest checkpoint and finished",
-    )
-
-
-def half_written(facts: Facts) -> Outcome:
-    return _judge_relaunch(
-        facts,
-        "half-written",
-        "A checkpoint must appear under its final name only once it is complete: torch.save to a temporary"
-        " name in the same folder, flush and os.fsync it, then os.replace it to the final name (or write a"
-        " 'complete' marker after it), and only ever load complete checkpoints.",
-        "skipped the half-written checkpoint and resumed from the previous one",
+        "loaded the newest checkpoint and finished without running a saved step again",
     )
 
 
 def parameters(facts: Facts) -> Outcome:
-    total = good = 0
-    failures: list[str] = []
-    for g, i, case in _runs(facts, "resumes") + _runs(facts, "half-written"):
-        total += 1
-        want = case.expected[0]["params"]
-        got = result(g, i, 0)
-        where = f"{g.name}, rank 0, {case.label}"
-        if not isinstance(got, dict):
-            failures.append(f"{where}: {_no_result(g, i, 0)}")
-        elif got.get("exit") != 0 or "params" not in got:
-            failures.append(
-                f"{where}: no final parameters, the script exited with status {got.get('exit')}: "
-                f"{_last_line(got.get('stderr', ''))}"
-            )
-        elif isinstance(got["params"], str):
-            failures.append(f"{where}: {got['params']}")
-        else:
-            found = trees.compare(want, got["params"], {"params": TOLERANCE}, "params")
-            if found is None:
-                good += 1
-            else:
-                failures.append(f"{where}: {found}")
-    if not total:
-        return Outcome(False, "no relaunch was run", fraction=0.0)
-    if not failures:
-        return Outcome(True, f"the final parameters of all {total} relaunched runs equal uninterrupted training")
-    advice = (
+    return _judge(
+        facts,
+        ("resumes", "half-written"),
+        _parameters,
         "A checkpoint must hold everything training depends on: the model's parameters, the optimizer's"
-        " state (SGD's momentum buffers) and the step count; restore all three before the next step."
+        " state (SGD's momentum buffers) and the number of steps done; restore all three before the next step.",
+        "ended with the parameters of uninterrupted training",
     )
-    return Outcome(False, _summary(failures, total, advice), {"first_failure": failures[0]}, fraction=good / total)
+
+
+def half_written(facts: Facts) -> Outcome:
+    return _judge(
+        facts,
+        ("half-written",),
+        _survived_cut,
+        "A checkpoint must appear under its final name only once it is complete: torch.save to a temporary"
+        " name in the same folder, flush and os.fsync it, then os.replace it to CHECKPOINT_DIR/step-<n>.pt,"
+        " and only ever load files with that name.",
+        "skipped the half-written checkpoint, resumed from the one before it and finished",
+    )
 
 
 def environment(facts: Facts) -> Outcome:
+    """The script's own exit status and message with variables missing: what it says is the subject here."""
     total = good = 0
     failures: list[str] = []
-    for g, i, case in _runs(facts, "environment"):
-        for r in range(g.world_size):
-            total += 1
-            got = result(g, i, r)
-            unset = list(case.expected[r]["unset"])
-            where = f"{g.name}, rank {r}, {case.label}"
-            if not isinstance(got, dict):
-                failures.append(f"{where}: {_no_result(g, i, r)}")
+    for g in facts.groups:
+        for i, case in enumerate(g.cases):
+            if case.check != "environment":
                 continue
-            stderr = str(got.get("stderr", ""))
-            absent = [name for name in unset if name not in stderr]
-            if got.get("exit") != EXIT_MISSING:
-                status = got.get("exit")
-                failures.append(
-                    f"{where}: exit status {status}, expected {EXIT_MISSING}; stderr ends: {_last_line(stderr)}"
-                )
-            elif "Traceback (most recent call last)" in stderr:
-                failures.append(f"{where}: the message came with a traceback: {_last_line(stderr)}")
-            elif absent:
-                failures.append(f"{where}: stderr does not name {', '.join(absent)}: {_last_line(stderr)}")
-            else:
-                good += 1
+            unset = list(case.expected[0]["unset"])
+            for r in range(g.world_size):
+                total += 1
+                got = result(g, i, r)
+                where = f"{g.phase} on {g.world_size} ranks, rank {r}, {case.label}"
+                if not isinstance(got, dict):
+                    failures.append(f"{where}: {_not_run(g) or 'no result: the rank ended before the script did'}")
+                    continue
+                stderr = str(got.get("stderr", ""))
+                absent = [name for name in unset if name not in stderr]
+                if got.get("exit") != EXIT_MISSING:
+                    status = got.get("exit")
+                    failures.append(
+                        f"{where}: exit status {status}, expected {EXIT_MISSING}; stderr ends: {_last_line(stderr)}"
+                    )
+                elif "Traceback (most recent call last)" in stderr:
+                    failures.append(f"{where}: the message came with a traceback: {_last_line(stderr)}")
+                elif absent:
+                    failures.append(f"{where}: stderr does not name {', '.join(absent)}: {_last_line(stderr)}")
+                else:
+                    good += 1
     if not total:
         return Outcome(False, "the script was not run without its environment", fraction=0.0)
     if not failures:
@@ -282,7 +413,11 @@ def environment(facts: Facts) -> Outcome:
         f"Before anything else, check every variable the script needs; if any is missing, print one line to"
         f" stderr naming each missing one and exit with status {EXIT_MISSING} (sys.exit({EXIT_MISSING})), no traceback."
     )
-    return Outcome(False, _summary(failures, total, advice), {"first_failure": failures[0]}, fraction=good / total)
+    first = failures[0]
+    more = (
+        f"; {len(failures) - 1} other rank result{'s' if len(failures) > 2 else ''} wrong" if len(failures) > 1 else ""
+    )
+    return Outcome(False, f"{first}{more} [{good} of {total} right]. {advice}", {"first_failure": first}, good / total)
 
 
 RULES = {

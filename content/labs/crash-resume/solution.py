@@ -16,6 +16,7 @@ REQUIRED = (
     "MASTER_ADDR",
     "MASTER_PORT",
     "SEED",
+    "INIT_SEED",
     "TOTAL_STEPS",
     "CHECKPOINT_EVERY",
     "CHECKPOINT_DIR",
@@ -62,7 +63,7 @@ def main() -> None:
     folder = env["CHECKPOINT_DIR"]
     dist.init_process_group("gloo")  # env://: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
     try:
-        model = task.build_model(seed)
+        model = task.build_model(int(env["INIT_SEED"]))
         optimizer = task.make_optimizer(model)
         start = 0
         os.makedirs(folder, exist_ok=True)

@@ -1,7 +1,9 @@
 """Trusted checks for debugging-tools: each grade's calls, the single-process truth, the rules.
 
 Never mounted into the sandbox. The expected norms, losses and collective outputs are
-computed here on one process with this lab's own copy of the public driver.
+computed here on one process with this lab's own copy of the public driver. Points come from
+those results and from the kernel's byte counts; the timing table's durations, read inside the
+ranks, are feedback only (``timing.timing_times``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from labs.public import load_public, load_trusted
 DIMS = [32, 64, 8]  # 2,632 float64 parameters
 BATCH = 24  # equal shards on 2, 3 and 4 ranks
 TOLERANCE = (1e-9, 1e-12)
+NUDGE = 1e-3  # every rank's model in a sync call has one weight scaled by 1 + s, |s| < NUDGE
+DRIFT = 1e-6  # a drifted replica's weight: off by this much, relative
 OPS = 6  # collectives per timing call: all_reduce, broadcast, all_gather, twice each, in a random order
 # Elements per collective, so that gloo's framing does not dominate: all_reduce and broadcast 8-16 Ki
 # (float64 or float32); all_gather 16-24 Ki float64, so that its bytes are at least 40% of the wire.
@@ -63,31 +67,61 @@ def _norms_case(world_size: int, seed: int) -> Case:
     )
 
 
-def _drift(gen: torch.Generator, seed: int, rank: int) -> dict[str, Any]:
-    """One weight of ``rank``'s replica off by a relative 1e-6: its loss moves by ~1e-13 to 1e-7 relative."""
+def _nudge(gen: torch.Generator) -> dict[str, Any]:
+    """One weight scaled by ``1 + scale``, ``scale`` drawn in [-NUDGE, NUDGE): every rank is given one."""
+    k = _draw(gen, len(DIMS) - 1)
+    scale = NUDGE * (2 * float(torch.rand((), generator=gen, dtype=torch.float64)) - 1) - DRIFT
+    return {"param": f"{2 * k}.weight", "index": _draw(gen, DIMS[k] * DIMS[k + 1]), "scale": scale}
+
+
+def _inputs(gen: torch.Generator) -> dict[str, Any]:
+    """One rank's inputs of a ``sync`` call, every seed drawn on its own."""
+    return {
+        "model_seed": _draw(gen, 2**31 - 1),
+        "batch_seed": _draw(gen, 2**31 - 1),
+        "dims": DIMS,
+        "batch": BATCH,
+        "nudge": _nudge(gen),
+    }
+
+
+def _drift(gen: torch.Generator) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The other ranks' inputs and rank 0's, whose nudged weight is off by a relative DRIFT more: its loss
+    moves by ~1e-13 to 1e-7 relative. Rank 0's scale is drawn from the same range as everyone's."""
     driver = load_public(__file__, "driver")
-    base = {"seed": seed, "dims": DIMS, "batch": BATCH}
-    want = float(driver.sync_loss(base, 0))
-    names = [f"{2 * k}.weight" for k in range(len(DIMS) - 1)]
-    change: dict[str, Any] = {}
+    base: dict[str, Any] = {}
+    drifted: dict[str, Any] = {}
     for _ in range(20):
-        param = names[_draw(gen, len(names))]
-        numel = DIMS[int(param.split(".")[0]) // 2] * DIMS[int(param.split(".")[0]) // 2 + 1]
-        change = {"kind": "drift", "rank": rank, "param": param, "index": _draw(gen, numel), "scale": 1e-6}
-        got = float(driver.sync_loss({**base, "change": change}, rank))
+        base = _inputs(gen)
+        nudge = base["nudge"]
+        drifted = {**base, "nudge": {**nudge, "scale": (1 + nudge["scale"]) * (1 + DRIFT) - 1}}
+        want, got = float(driver.sync_loss(base)), float(driver.sync_loss(drifted))
         if 1e-13 < abs(got - want) / abs(want) < 1e-7:
             break
-    return change
+    return base, drifted
+
+
+def difference(case: Case) -> str | None:
+    """How the ranks' inputs of a ``sync`` call differ: None (all the same), "batch" or "drift"."""
+    first = case.inputs[0]
+    if all(inputs == first for inputs in case.inputs):
+        return None
+    return "batch" if any(inputs["batch_seed"] != first["batch_seed"] for inputs in case.inputs) else "drift"
 
 
 def _sync_cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    seed, again = _draw(gen, 2**31 - 1), _draw(gen, 2**31 - 1)
-    other = 1 + _draw(gen, world_size - 1)  # never rank 0: comparing with rank 0 alone shows
+    """Four calls in an order drawn afresh: each rank is given its own inputs only, so no rank can tell from
+    them whether the others were given the same (only their losses can)."""
+    n = world_size
+    other = 1 + _draw(gen, n - 1)  # never rank 0: comparing with rank 0 alone shows
+    same, shared, again = _inputs(gen), _inputs(gen), _inputs(gen)
+    moved = {**shared, "batch_seed": _draw(gen, 2**31 - 1)}
+    base, drifted = _drift(gen)
     plan = [
-        ("in sync: the same model and batch on every rank", seed, None),
-        (f"rank {other} reads another batch", seed, {"kind": "batch", "rank": other}),
-        ("one weight of rank 0's replica drifted by a relative 1e-6", seed, _drift(gen, seed, 0)),
-        ("in sync again: another model and batch, the same on every rank", again, None),
+        ("in sync: the same model, batch and weights on every rank", [same] * n),
+        (f"rank {other} reads another batch", [moved if r == other else shared for r in range(n)]),
+        ("one weight of rank 0's replica drifted by a relative 1e-6", [drifted, *[base] * (n - 1)]),
+        ("in sync again: another model and batch, the same on every rank", [again] * n),
     ]
     return [
         Case(
@@ -95,11 +129,11 @@ def _sync_cases(world_size: int, gen: torch.Generator) -> list[Case]:
             fn="losses_in_sync",
             driver="sync",
             label=label,
-            inputs=[{"seed": s, "dims": DIMS, "batch": BATCH, "change": change} for _ in range(world_size)],
-            expected=[{"in_sync": change is None} for _ in range(world_size)],
+            inputs=[dict(inputs) for inputs in per_rank],
+            expected=[{"in_sync": all(inputs == per_rank[0] for inputs in per_rank)} for _ in range(n)],
             parts={"sync": ["in_sync"]},
         )
-        for label, s, change in plan
+        for label, per_rank in (plan[k] for k in torch.randperm(len(plan), generator=gen).tolist())
     ]
 
 
@@ -214,7 +248,7 @@ def _answer(g: Any, i: int, r: int) -> Any:
 
 
 def _sync_hint(g: Any, i: int, case: Case) -> str:
-    change = case.inputs[0]["change"]
+    change = difference(case)
     said = [_answer(g, i, r) for r in range(g.world_size)]
     if not all(isinstance(a, bool) for a in said):
         return " losses_in_sync must return a bool (or a one-element bool tensor) on every rank."
@@ -228,7 +262,7 @@ def _sync_hint(g: Any, i: int, case: Case) -> str:
             " Every rank computed the same loss, bit for bit, so the answer is True. Compare the exact values;"
             " an all-reduced mean or sum of N equal numbers can round differently from the number itself."
         )
-    if change["kind"] == "drift":
+    if change == "drift":
         return (
             " Rank 0's loss differed only around the tenth significant digit: a drifted replica."
             " A tolerance (allclose, isclose) accepts that by design; compare exactly."
@@ -282,8 +316,9 @@ def collective_results(facts: Facts) -> Outcome:
         facts,
         "collective-results",
         " (results[k] is [sum, position-weighted sum] of collective k's output on this rank.) The profiler must"
-        " run each collective exactly as torch.distributed does, with the caller's arguments: the reduce op,"
-        " the broadcast's src, the all_gather's tensor_list.",
+        " run each collective exactly as torch.distributed does, with the caller's arguments (the reduce op,"
+        " the broadcast's src, the all_gather's tensor_list), and leave its output as the collective left it:"
+        " a profiler only observes.",
         success="what torch.distributed's collectives leave",
     )
 

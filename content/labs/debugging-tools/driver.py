@@ -5,9 +5,10 @@ Not secret: read it to see exactly what the grader does. Three kinds of call:
 - ``norms``: every rank builds the same float64 MLP from the seed, back-propagates the
   mean squared error over its own shard of the batch and calls ``gradient_norms(model)``;
   the judge compares the norms (and checks that the gradients were left as they were).
-- ``sync``: every rank builds the same model and the same batch, so the losses agree,
-  unless the inputs tell one rank to read another batch or to nudge one of its weights;
-  then every rank calls ``losses_in_sync(loss)``.
+- ``sync``: every rank builds its model from its own model seed, reads the batch of its own
+  batch seed and scales one weight by its own nudge, then calls ``losses_in_sync(loss)``.
+  Each rank is given its own inputs only: the losses agree when every rank was given the
+  same, and from its own inputs alone no rank can tell whether the others were.
 - ``timing``: every rank issues a known sequence of collectives through your
   ``CommProfiler``; before one all-reduce one rank (the straggler) sleeps, so the others
   wait in that collective. The judge reads ``profiler.table()``.
@@ -101,21 +102,19 @@ def answer(value: Any) -> bool | str:
     return f"not a bool: {type(value).__name__} {repr(value)[:60]}"
 
 
-def sync_loss(inputs: dict[str, Any], rank: int) -> torch.Tensor:
-    """This rank's loss in a ``sync`` call: the same everywhere unless ``inputs["change"]`` names this rank."""
+def sync_loss(inputs: dict[str, Any]) -> torch.Tensor:
+    """This rank's loss in a ``sync`` call: its model seed, its batch seed, one weight scaled by its nudge.
+
+    Ranks given the same inputs compute the same loss, bit for bit; a rank that reads another batch, or
+    whose nudge differs (a replica that drifted), computes another.
+    """
     dims = list(inputs["dims"])
-    seed = int(inputs["seed"])
-    model = build_model(seed, dims)
-    x, y = make_batch(seed + 1, dims, int(inputs["batch"]))
-    change = inputs.get("change")
-    if change and int(change["rank"]) == rank:
-        if change["kind"] == "batch":  # this rank's data loader is one batch off
-            x, y = make_batch(seed + 2, dims, int(inputs["batch"]))
-        else:  # this rank's replica drifted: one weight is off by a relative ``scale``
-            p = dict(model.named_parameters())[change["param"]]
-            with torch.no_grad():
-                p.view(-1)[int(change["index"])] *= 1 + float(change["scale"])
+    model = build_model(int(inputs["model_seed"]), dims)
+    x, y = make_batch(int(inputs["batch_seed"]), dims, int(inputs["batch"]))
+    nudge = inputs["nudge"]
     with torch.no_grad():
+        p = dict(model.named_parameters())[str(nudge["param"])]
+        p.view(-1)[int(nudge["index"])] *= 1 + float(nudge["scale"])
         return loss_fn(model, x, y)
 
 
@@ -124,7 +123,7 @@ def sync(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 
     ``in_sync``: what it returned (judged). ``loss``: this rank's loss (shown, never judged).
     """
-    loss = sync_loss(inputs, dist.get_rank())
+    loss = sync_loss(inputs)
     value = float(loss)
     return {"in_sync": answer(submission.losses_in_sync(loss.clone())), "loss": value}
 

@@ -1,8 +1,11 @@
-"""The timing table of debugging-tools: its trusted rules (never mounted in the sandbox).
+"""The timing table of debugging-tools: its rules (trusted code, never mounted in the sandbox).
 
 ``timing_rows``: one row per collective the driver issued through the student's profiler, in
-order, with the right op and bytes. ``timing_times``: every duration is finite and >= 0, they fit
-in the driver's own clock, and the ranks that waited for the straggler show the wait.
+order, with the right op and bytes: a result, compared with what the driver's calls must give.
+``timing_times`` is feedback and carries no points: every duration is finite and >= 0, they fit in
+the driver's own clock, and the ranks that waited for the straggler show the wait. Both the
+durations and the driver's clock are read inside the rank, where the student's code can rewrite
+them, and nothing outside the rank times a collective.
 """
 
 from __future__ import annotations
@@ -87,8 +90,8 @@ def timing_rows(facts: Facts) -> Outcome:
             total += 1
             got = result(g, i, r)
             if not isinstance(got, dict):
-                why = case_failure(g, i, r, part="collective-results") or "no result"
-                problems.append(f"{g.name}, rank {r}: the timing call did not finish ({why})")
+                reason = case_failure(g, i, r, part="collective-results") or "no result"
+                problems.append(f"{g.name}, rank {r}: the timing call did not finish ({reason})")
                 continue
             why = _rows_problem(got.get("rows"), case, g.world_size)
             if why:
@@ -145,7 +148,11 @@ def _times_problem(g: Any, i: int, case: Case, shown: dict[str, Any]) -> str | N
     return None
 
 
+FEEDBACK = " This check is feedback: it is measured inside your own process, so it cannot count (no points either way)."
+
+
 def timing_times(facts: Facts) -> Outcome:
+    """Feedback, no points: the durations against the driver's clock, both read inside the ranks."""
     total = good = 0
     problems: list[str] = []
     data: dict[str, Any] = {"straggler_delay_s": DELAY}
@@ -158,14 +165,15 @@ def timing_times(facts: Facts) -> Outcome:
             problems.append(f"{g.name}: {why}")
         else:
             good += 1
+    data["feedback"] = "measured inside the ranks: shown, never scored"
     if not total:
-        return Outcome(False, "no timing call was run", data, fraction=0.0)
+        return Outcome(False, "no timing call was run." + FEEDBACK, data, fraction=0.0)
     if problems:
-        return Outcome(False, "; ".join(problems[:2]) + ".", data, fraction=good / total)
+        return Outcome(False, "; ".join(problems[:2]) + "." + FEEDBACK, data, fraction=good / total)
     return Outcome(
         True,
         "every duration is >= 0, they fit in the driver's clock, and the ranks that waited for the straggler"
-        " show the wait",
+        " show the wait." + FEEDBACK,
         data,
         fraction=1.0,
     )

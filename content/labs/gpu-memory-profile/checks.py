@@ -7,6 +7,9 @@ $4P$ bytes of parameters, $4P_t$ of gradients and $8P_t$ of AdamW moments for $P
 parameters of which $P_t$ train. Every parameter's size is a multiple of 512 bytes and at most 1 MiB
 (the caching allocator's block size and its small pool), so the measurement can equal the formula
 exactly. The grader only calls ``cases`` on a worker with a GPU.
+
+Points come only from the student's figures and formula, compared here with that measurement and
+count: they are results, like any returned value. Nothing the rank measures is taken as the truth.
 """
 
 from __future__ import annotations

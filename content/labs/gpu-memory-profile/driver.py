@@ -5,8 +5,9 @@ GPU up (a small model's forward, backward and AdamW step, so that cuBLAS has its
 before anything is measured), makes the batch on the GPU, and calls your
 ``profile_memory(make_model, tokens, targets)``, where ``make_model()`` builds a fresh float32
 transformer on the CPU (with ``frozen``, its embeddings do not train). It then calls
-``chapter_formula(num_params, num_trainable)`` with the model's counts, and measures a fresh
-copy itself (``measure``) the same way the grader does outside your process.
+``chapter_formula(num_params, num_trainable)`` with the model's counts. Your figures are compared
+with the grader's own measurement (``measure``, on a fresh copy of the model), made on the
+grading worker outside your process: nothing measured in here is taken as the truth.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def counts(config: dict[str, Any]) -> tuple[int, int]:
 
 
 def profile(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Your figures, your formula, and the driver's own measurement, for one model."""
+    """Your figures and your formula, for one model."""
     where = device()
     warm_up(inputs, where)
     tokens, targets = make_batch(inputs, where)
@@ -150,8 +151,7 @@ def profile(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(formula, dict):
         raise TypeError(f"chapter_formula must return a dict, got {type(formula).__name__}")
     predicted = {k: number(formula.get(k)) for k in FIGURES[:3]}
-    measured = measure(lambda: build_model(inputs), tokens, targets)
-    return {"figures": figures, "formula": predicted, "measured": {k: float(v) for k, v in measured.items()}}
+    return {"figures": figures, "formula": predicted}
 
 
 def number(value: Any) -> float | str:

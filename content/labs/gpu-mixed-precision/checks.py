@@ -4,6 +4,13 @@ Never mounted into the sandbox. The reference is the lab's own ``solution.py`` r
 lab's copy of the public driver, here in the worker, on the worker's GPU: float16 matmuls give
 results that depend on the hardware, so a CPU reference could not be compared closely. The
 grader only calls ``cases`` on a worker that took the job, and so has a GPU (``needs_gpu``).
+
+Points come only from results compared with that reference: the losses, the parameters, and the
+scaler's scale and skipped steps (float16 autocast is what makes the spiked step overflow, so a
+step without it, or in bfloat16, shows there). The Linear layers' output dtypes (the driver's
+forward hooks) and the benchmark's time and peak memory (``torch.cuda.max_memory_allocated``) are
+read inside the rank, where the student's code can rewrite them: those two checks are feedback,
+worth no points.
 """
 
 from __future__ import annotations
@@ -129,6 +136,9 @@ def _losses_hint(g: Any, i: int, case: Case, r: int) -> str:
     return HINTS["losses"]
 
 
+FEEDBACK = " This check is feedback: it is measured inside your own process, so it cannot count (no points either way)."
+
+
 def _judge(check: str) -> Any:
     hint: training.Hint = _losses_hint if check == "losses" else HINTS[check]
 
@@ -138,12 +148,22 @@ def _judge(check: str) -> Any:
     return rule
 
 
+def _feedback(rule: Any) -> Any:
+    """``rule``'s outcome, said to be feedback: what it reads was measured inside the rank."""
+
+    def feedback(facts: Facts) -> Outcome:
+        o = rule(facts)
+        return Outcome(o.passed, o.message.rstrip(".") + "." + FEEDBACK, {**o.data, "feedback": True}, o.fraction)
+
+    return feedback
+
+
 def _mib(n: float) -> str:
     return f"{n / (1 << 20):,.1f} MiB"
 
 
 def memory(facts: Facts) -> Outcome:
-    """Informational speed and memory against float32; judged: the AMP step's peak memory is lower."""
+    """Feedback: speed and peak memory against float32, as the driver measured them in the rank."""
     figures = None
     for g in facts.groups:
         for i, _case in enumerate(g.cases):
@@ -188,7 +208,7 @@ def memory(facts: Facts) -> Outcome:
 RULES = {
     "losses": _judge("losses"),
     "parameters": _judge("parameters"),
-    "autocast-fp16": _judge("autocast-fp16"),
+    "autocast-fp16": _feedback(_judge("autocast-fp16")),
     "loss-scaling": _judge("loss-scaling"),
-    "memory": memory,
+    "memory": _feedback(memory),
 }

@@ -12,7 +12,9 @@ compares.
 
 ``benchmark`` then times the same kind of step in plain float32 (written here) and yours on a
 larger MLP, and measures each one's peak GPU memory with ``torch.cuda.max_memory_allocated``:
-for you to read; only the memory comparison is judged.
+for you to read. Those figures and the layers' dtypes are measured in your process, so they are
+feedback and score nothing; the losses, parameters, scales and skipped steps are compared with the
+reference run outside it.
 """
 
 from __future__ import annotations

@@ -3,13 +3,16 @@
 Never mounted into the sandbox. Values are judged against ``driver.reference`` (single-process
 training on the whole global batch), run here on this lab's own copy of the public driver.
 
-Buckets are judged from two sources. The kernel's byte counts (trusted) give the number of
-all-reduces: on this torch's gloo, an all-reduce of S bytes (S >= ~800) costs each rank
-2(N-1)/N x S bytes of payload plus exactly 576 (N-1) bytes of framing, whatever S is (measured
-on 2, 3 and 4 ranks for 100 to 100,000 float64 elements; issued synchronously or not), so the
-framing counts the all-reduces. The driver's timeline (counted in the rank, so only ever used to
-fail) says after which gradient each all-reduce was issued, which fixes the buckets' boundaries
-and whether they were issued during backward.
+The buckets are judged from the kernel's byte counts alone: on this torch's gloo, an all-reduce of
+S bytes (S >= ~800) costs each rank 2(N-1)/N x S bytes of payload plus exactly 576 (N-1) bytes of
+framing, whatever S is (measured on 2, 3 and 4 ranks for 100 to 100,000 float64 elements; issued
+synchronously or not), so the framing counts the all-reduces. Only bytes between ranks count: the
+driver's step barrier goes through the group's store, whose traffic is not an all-reduce.
+
+When each all-reduce was issued (during backward, by the time the next gradient was ready, without
+the hook waiting for it) is only known from the driver's timeline, counted inside the rank, where
+the student's code can rewrite it. No trusted fact sees it (the wire has no clock of the backward
+pass), so the overlap check is feedback and carries no points.
 """
 
 from __future__ import annotations
@@ -115,6 +118,11 @@ def _same(a: Any, b: torch.Tensor) -> bool:
     return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-12)
 
 
+def _rounded(a: Any, b: torch.Tensor) -> bool:
+    """``a`` is ``b`` to about float32's precision: every element within 1e-6 of ``b``'s largest."""
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and bool((a - b).abs().max() <= 1e-6 * b.abs().max())
+
+
 def _local_gradients(inputs: dict[str, Any], rank: int, world_size: int) -> dict[str, torch.Tensor]:
     """This rank's own shard gradients in the first step (what it has before any averaging)."""
     driver = load_public(__file__, "driver")
@@ -138,6 +146,11 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
         return (
             " Some .grad still changed after finish() returned: an all-reduce was still running. In finish(),"
             " wait() on every bucket's work before you read its buffer or write .grad."
+        )
+    if all(_rounded(grads.get(k), expected[k]) for k in expected):
+        return (
+            " Every gradient is right to about seven digits, not to float64's precision: the values were rounded"
+            " on the way. Keep each bucket's flat buffer in the gradients' own dtype (float64) when you all-reduce it."
         )
     if wrong and all(_same(grads.get(k), n * expected[k]) for k in expected):
         return f" Every gradient is {n} times too large: all_reduce sums, so divide by dist.get_world_size()."
@@ -237,7 +250,34 @@ def _rule(case: Case, options: list[list[list[str]]], nbytes: dict[str, int]) ->
     )
 
 
+def sent_to_ranks(wire: dict[str, Any], rank: int, world_size: int) -> int:
+    """Bytes ``rank`` sent to the other ranks of its group (kernel counts); traffic to the group's store is not
+    an all-reduce's."""
+    peers = wire["sent"].get(str(rank), {})
+    return sum(int(peers.get(str(p), 0)) for p in range(world_size) if p != rank)
+
+
+def _mistakes(inputs: dict[str, Any], nbytes: dict[str, int]) -> dict[str, int]:
+    """All-reduces per step that some usual mistakes give, by what the mistake is."""
+    sizes = list(nbytes.items())
+    cap = int(inputs["bucket_cap_bytes"])
+    elements = [(n, b // 8) for n, b in sizes]  # every parameter is float64
+    return {
+        "one bucket for the whole model": 1,
+        "comparing the cap with numel() instead of bytes": len(assign(elements, cap, never_over=False)),
+        "filling the buckets in model.parameters() order": len(assign(sizes[::-1], cap, never_over=False)),
+        "one all-reduce per parameter": len(sizes),
+    }
+
+
+def _guess(count: float, expected: int, inputs: dict[str, Any], nbytes: dict[str, int]) -> str:
+    """What gives ``count`` all-reduces per step, when exactly one usual mistake does."""
+    found = [(w, k) for w, k in _mistakes(inputs, nbytes).items() if k != expected and abs(count - k) * STEPS < 0.5]
+    return f" ({found[0][0]} gives {found[0][1]})" if len(found) == 1 else ""
+
+
 def buckets(facts: Facts) -> Outcome:
+    """From the wire alone: every rank sent the float64 gradients once per step, with one all-reduce per bucket."""
     problems: list[tuple[str, str]] = []
     rules: list[str] = []
     unfinished: list[str] = []
@@ -252,7 +292,7 @@ def buckets(facts: Facts) -> Outcome:
         nbytes = _sizes(case)
         size, frame = sum(nbytes.values()), FRAMING * (n - 1)
         payload = STEPS * 2 * (n - 1) * size / n
-        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        sent = [sent_to_ranks(wire, r, n) for r in range(n)]
         counts = [(s - payload) / frame / STEPS for s in sent]
         options = candidates(case.inputs[0])
         chosen = next((k for k in options if abs(counts[0] - len(k)) * STEPS < 0.5), options[0])
@@ -265,28 +305,25 @@ def buckets(facts: Facts) -> Outcome:
             "framing_bytes_per_all_reduce": frame,
         }
         off = [(r, c) for r, c in enumerate(counts) if abs(c - len(chosen)) * STEPS >= 0.5]
-        if off:
-            r, c = off[0]
-            if c < 0.5:
-                what = (
-                    f"world size {n}: rank {r} sent only {sent[r]} bytes in {STEPS} steps, less than one all-reduce"
-                    f" of the {size}-byte float64 gradients per step needs ({round(payload + STEPS * frame)})"
-                )
-                problems.append((what, ALL_SENT))
-            else:
-                what = (
-                    f"world size {n}: rank {r} sent {sent[r]} bytes in {STEPS} steps: the {size}-byte float64"
-                    f" gradients once per step plus the framing of {c:.3g} all-reduces per step, not {len(chosen)}"
-                )
-                problems.append((what, ONE_PER_BUCKET))
-            rules.append(_rule(case, options, nbytes))
+        if not off:
+            good += 1
             continue
-        why = _issue_points(g, i, case, chosen, nbytes)
-        if why:
-            problems.append((f"world size {n}: {why[0]}", why[1]))
-            rules.append(_rule(case, options, nbytes))
-            continue
-        good += 1
+        r, c = off[0]
+        if c < 0.5:
+            what = (
+                f"world size {n}: rank {r} sent only {sent[r]} bytes to the other ranks in {STEPS} steps, less than"
+                f" one all-reduce of the {size}-byte float64 gradients per step needs"
+                f" ({round(payload + STEPS * frame)})"
+            )
+            problems.append((what, ALL_SENT))
+        else:
+            what = (
+                f"world size {n}: rank {r} sent {sent[r]} bytes to the other ranks in {STEPS} steps: the {size}-byte"
+                f" float64 gradients once per step plus the framing of {c:.3g} all-reduces per step, not"
+                f" {len(chosen)}{_guess(c, len(chosen), case.inputs[0], nbytes)}"
+            )
+            problems.append((what, ONE_PER_BUCKET))
+        rules.append(_rule(case, options, nbytes))
     if not total:
         return Outcome(False, "no measured training run", data, fraction=0.0)
     if unfinished:
@@ -298,33 +335,29 @@ def buckets(facts: Facts) -> Outcome:
     note = ""
     if not gradients(facts).passed:
         note = " (the buckets are right, although the values are not: see the other checks)"
-    return Outcome(True, f"one all-reduce per bucket, with the expected buckets, on every rank{note}", data, 1.0)
+    return Outcome(
+        True, f"one all-reduce per bucket, as many as the expected buckets, on every rank (wire bytes){note}", data, 1.0
+    )
 
 
-def _issue_points(
-    g: Any, i: int, case: Case, chosen: list[list[str]], nbytes: dict[str, int]
-) -> tuple[str, str] | None:
-    """Why some rank issued an all-reduce before its bucket was complete, or a wrong number per step."""
-    for r in range(g.world_size):
-        steps = _timeline(result(g, i, r), list(nbytes))
-        if isinstance(steps, str):
-            return f"rank {r}: {steps}", ""
-        for s, step in enumerate(steps):
-            if int(step.get("finish", -1)) != len(chosen):
+def _issue_points(r: int, steps: list[dict[str, Any]], chosen: list[list[str]]) -> tuple[str, str] | None:
+    """Why rank ``r`` issued an all-reduce before its bucket was complete, or a wrong number per step."""
+    for s, step in enumerate(steps):
+        if int(step.get("finish", -1)) != len(chosen):
+            what = (
+                f"rank {r} issued {step.get('finish')} collectives in step {s} (by the process groups' sequence"
+                f" numbers), not one per bucket ({len(chosen)})"
+            )
+            return what, ONE_PER_BUCKET
+        order, issued = list(step["order"]), [int(c) for c in step["issued"]]
+        for j, (done, count) in enumerate(zip(_complete(order, chosen), issued, strict=True)):
+            if count > done:
                 what = (
-                    f"rank {r} issued {step.get('finish')} collectives in step {s} (counted in the rank, by the"
-                    f" process groups' sequence numbers), not one per bucket ({len(chosen)})"
+                    f"rank {r}, step {s}: {count} all-reduce{'s were' if count > 1 else ' was'} issued by the"
+                    f" time the gradient of {order[j]} (the {_nth(j + 1)} to be ready) was, when only {done}"
+                    f" bucket{'s were' if done != 1 else ' was'} complete"
                 )
-                return what, ONE_PER_BUCKET
-            order, issued = list(step["order"]), [int(c) for c in step["issued"]]
-            for j, (done, count) in enumerate(zip(_complete(order, chosen), issued, strict=True)):
-                if count > done:
-                    what = (
-                        f"rank {r}, step {s}: {count} all-reduce{'s were' if count > 1 else ' was'} issued by the"
-                        f" time the gradient of {order[j]} (the {_nth(j + 1)} to be ready) was, when only {done}"
-                        f" bucket{'s were' if done != 1 else ' was'} complete"
-                    )
-                    return what, EARLY
+                return what, EARLY
     return None
 
 
@@ -337,12 +370,16 @@ LATE = (
     " Issue each bucket's all-reduce with async_op=True from the hook of its last gradient, while backward goes"
     " on, and only wait() for the works in finish()."
 )
+FEEDBACK = " This check is feedback: it is measured inside your own process, so it cannot count (no points either way)."
 
 
 def overlap(facts: Facts) -> Outcome:
+    """Feedback, no points: the driver's timeline (counted in the rank) of when each all-reduce was issued."""
     problems: list[str] = []
+    advice: list[str] = []
+    rules: list[str] = []
     unfinished: list[str] = []
-    data: dict[str, Any] = {}
+    data: dict[str, Any] = {"feedback": "measured inside the ranks: shown, never scored"}
     good = total = 0
     for g, i, case in training.cases_judging(facts, "gradients"):
         total += 1
@@ -352,7 +389,7 @@ def overlap(facts: Facts) -> Outcome:
             continue
         nbytes = _sizes(case)
         options = candidates(case.inputs[0])
-        why = None
+        why: str | None = None
         seen: dict[str, Any] = {}
         for r in range(n):
             steps = _timeline(result(g, i, r), list(nbytes))
@@ -365,25 +402,36 @@ def overlap(facts: Facts) -> Outcome:
                 "backward_ms": [round(1e3 * float(s.get("backward_s", 0)), 3) for s in steps],
                 "finish_ms": [round(1e3 * float(s.get("finish_s", 0)), 3) for s in steps],
             }
-            why = why or _late(r, steps, options)
+            if why:
+                continue
+            count = int(steps[0].get("finish", -1))
+            chosen = next((k for k in options if len(k) == count), options[0])
+            early = _issue_points(r, steps, chosen)
+            if early:
+                why = early[0]
+                advice.append(early[1] + ".")
+                rules.append(_rule(case, options, nbytes) + ".")
+                continue
+            why = _late(r, steps, options)
+            if why:
+                advice.append(LATE.strip())
         data[f"world_size_{n}"] = {"expected_buckets": len(options[0]), "ranks": seen}
         if why:
             problems.append(f"world size {n}, {why}")
         else:
             good += 1
     if not total:
-        return Outcome(False, "no training run", data, fraction=0.0)
+        return Outcome(False, "no training run." + FEEDBACK, data, fraction=0.0)
     if unfinished:
         problems.append(UNFINISHED.format(training.sizes(unfinished), "when the all-reduces started is unknown"))
     if problems:
-        message = "; ".join(problems[:2]) + "." + (LATE if any(p.startswith("world size") for p in problems) else "")
+        tips = "".join(f" {a}" for a in [*dict.fromkeys(advice), *rules[:1]])
+        message = "; ".join(problems[:2]) + "." + tips + FEEDBACK
         return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
-    note = ""
-    if not gradients(facts).passed:
-        note = " (although the values are not right: see the other checks)"
     return Outcome(
         True,
-        "every bucket's all-reduce was issued during backward, as soon as its last gradient was ready" + note,
+        "every bucket's all-reduce was issued during backward, as soon as its last gradient was ready, and no hook"
+        " waited for it." + FEEDBACK,
         data,
         1.0,
     )

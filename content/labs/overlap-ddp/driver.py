@@ -6,8 +6,9 @@ model in your ``OverlappingDDP(model, bucket_cap_bytes)``, and then, each step: 
 the gradients, runs the forward pass and ``loss.backward()`` on its equal shard of the
 global batch, calls your ``finish()`` and takes the optimizer step.
 
-It also watches *when* your all-reduces are issued, without wrapping anything of yours
-or of torch: right after constructing your object it registers its own
+It also watches *when* your all-reduces are issued, for the overlap feedback (it runs
+inside your process, so it earns no points), without wrapping anything of yours or of
+torch: right after constructing your object it registers its own
 post-accumulate-grad hook on every parameter. Hooks on a tensor run in the order they
 were registered, so each of its hooks runs right after yours for the same parameter and
 reads how many collectives this rank has issued so far (the process groups' own
@@ -19,9 +20,9 @@ gloo connections), and rank 0 holds its backward pass at its first gradient unti
 other rank has finished its own. An all-reduce issued with ``async_op=True`` lets them
 finish (it completes later, once rank 0 joins in); one that blocks in a hook cannot
 complete without rank 0, so that rank's backward never ends, and rank 0 gives up after
-``HOLD_S`` seconds and says so. What ``train`` returns is compared, outside your code,
-with single-process training on the whole global batch; the bytes on the wire are
-counted by the kernel, outside the ranks.
+``HOLD_S`` seconds and says so. What counts is judged outside your code: the gradients
+and parameters ``train`` returns, against single-process training on the whole global
+batch, and the bytes each rank sends to the others, counted by the kernel.
 """
 
 from __future__ import annotations
@@ -148,8 +149,8 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     ``loss.backward()`` returned (``backward``) and after ``finish()`` returned (``finish``),
     how many ``.grad`` changed after ``finish()`` returned (``late_writes``: an all-reduce still
     running), on rank 0 the ranks whose backward pass had not ended after ``HOLD_S`` seconds while
-    rank 0 held its own (``stuck``), and the seconds spent in the backward pass and in ``finish()``
-    (shown, never judged).
+    rank 0 held its own (``stuck``), and the seconds spent in the backward pass and in ``finish()``.
+    The timeline is measured in this process: it is feedback, shown and never scored.
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     dims, batch = list(inputs["dims"]), int(inputs["batch"])

@@ -1,4 +1,4 @@
-# launches each collective with async_op=True and reads the clock before wait(): it times the launch only
+# records an all_gather's bytes as the whole gathered output (every rank's tensor), not the tensor this rank sends
 import time
 
 import torch
@@ -27,19 +27,22 @@ class CommProfiler:
 
     def _timed(self, name: str, tensor: torch.Tensor, run) -> None:  # type: ignore[no-untyped-def]
         start = time.perf_counter()
-        work = run()
+        run()  # gloo's collectives block until done, so this is the whole collective
         seconds = time.perf_counter() - start
-        work.wait()
         self.rows.append({"op": name, "bytes": tensor.numel() * tensor.element_size(), "seconds": seconds})
 
     def all_reduce(self, tensor: torch.Tensor, op=dist.ReduceOp.SUM) -> None:  # type: ignore[no-untyped-def]
-        self._timed("all_reduce", tensor, lambda: dist.all_reduce(tensor, op=op, async_op=True))
+        self._timed("all_reduce", tensor, lambda: dist.all_reduce(tensor, op=op))
 
     def broadcast(self, tensor: torch.Tensor, src: int) -> None:
-        self._timed("broadcast", tensor, lambda: dist.broadcast(tensor, src=src, async_op=True))
+        self._timed("broadcast", tensor, lambda: dist.broadcast(tensor, src=src))
 
     def all_gather(self, tensor_list: list[torch.Tensor], tensor: torch.Tensor) -> None:
-        self._timed("all_gather", tensor, lambda: dist.all_gather(tensor_list, tensor, async_op=True))
+        start = time.perf_counter()
+        dist.all_gather(tensor_list, tensor)
+        seconds = time.perf_counter() - start
+        nbytes = sum(t.numel() * t.element_size() for t in tensor_list)
+        self.rows.append({"op": "all_gather", "bytes": nbytes, "seconds": seconds})
 
     def table(self) -> list[dict[str, object]]:
         return list(self.rows)

@@ -1,4 +1,4 @@
-# records the time since the profiler was created, not each collective's own duration
+# the profiler's all_reduce divides the sum by the world size, as gradient averaging does: not what all_reduce leaves
 import time
 
 import torch
@@ -24,15 +24,19 @@ def losses_in_sync(loss: torch.Tensor) -> bool:
 class CommProfiler:
     def __init__(self) -> None:
         self.rows: list[dict[str, object]] = []
-        self.created = time.perf_counter()
 
     def _timed(self, name: str, tensor: torch.Tensor, run) -> None:  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
         run()  # gloo's collectives block until done, so this is the whole collective
-        seconds = time.perf_counter() - self.created
+        seconds = time.perf_counter() - start
         self.rows.append({"op": name, "bytes": tensor.numel() * tensor.element_size(), "seconds": seconds})
 
     def all_reduce(self, tensor: torch.Tensor, op=dist.ReduceOp.SUM) -> None:  # type: ignore[no-untyped-def]
-        self._timed("all_reduce", tensor, lambda: dist.all_reduce(tensor, op=op))
+        def average() -> None:
+            dist.all_reduce(tensor, op=op)
+            tensor.div_(dist.get_world_size())
+
+        self._timed("all_reduce", tensor, average)
 
     def broadcast(self, tensor: torch.Tensor, src: int) -> None:
         self._timed("broadcast", tensor, lambda: dist.broadcast(tensor, src=src))

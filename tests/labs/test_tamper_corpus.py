@@ -120,15 +120,7 @@ ATTACKS = [
     Attack("ring-allreduce", "zeros_around_the_ring", "starter", (3,), "alone"),
     Attack("param-sync", "gathered_through_the_store", "mutants/gather_parameters.py", (2,), "alone"),
     Attack("checkpoint-resharding", "files_split_by_size", "mutants/rank0_torch_save.py", (4, 2)),
-    pytest.param(
-        Attack("overlap-ddp", "one_bucket_cut_in_k", "mutants/cap_ignored.py", (2,)),
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="known gap: the wire gives each call's bytes per peer, not when they were sent, so k equal slices "
-            "of one flat buffer look like k real buckets; the lab's README entry says so",
-        ),
-        id="overlap-ddp/one_bucket_cut_in_k",
-    ),
+    Attack("overlap-ddp", "one_bucket_cut_in_k", "mutants/cap_ignored.py", (2,)),
     # 5. Resources.
     Attack("ring-allreduce", "fork_bomb_beside", "mutants/averages.py", (2,), time_limit_s=4),
     Attack("ring-allreduce", "shared_memory_bomb", "mutants/averages.py", (2,), says="memory limit"),
@@ -170,7 +162,19 @@ def gains(attack: Verdict, honest: Verdict) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=str)
+# A known gap, kept as a strict expected failure so that closing it shows: the wire gives each call's bytes
+# per peer, not when they were sent, so k equal slices of one flat buffer look like k real buckets.
+KNOWN_GAPS = {"overlap-ddp/one_bucket_cut_in_k"}
+
+
+def _marked(attack: Attack) -> object:
+    if str(attack) not in KNOWN_GAPS:
+        return attack
+    reason = "known gap: a flat buffer cut into as many slices as buckets sends what real buckets send"
+    return pytest.param(attack, marks=pytest.mark.xfail(strict=True, reason=reason), id=str(attack))
+
+
+@pytest.mark.parametrize("attack", [_marked(a) for a in ATTACKS], ids=str)
 def test_an_attack_scores_no_more_than_the_honest_solution_it_imitates(
     unchecked: UncheckedGrader, honest: Callable[[Attack], Verdict], attack: Attack
 ) -> None:

@@ -18,8 +18,13 @@ LAB = "fsdp-mixed-precision"
 WORLD_SIZES = [2]
 LOSES = {
     "bf16_reduce": ({"gradients", "parameters", "communication"}, "reduced in bfloat16"),
-    "fp16_params": ({"forward", "gradients", "parameters"}, "computed in float16"),
-    "model_cast_to_bf16": ({"forward", "gradients", "parameters"}, "must stay float32"),
+    # Wrong values lose the step's bytes too: they count only for a step whose loss and gradients are right.
+    "fp16_params": ({"forward", "gradients", "parameters", "communication"}, "computed in float16"),
+    # Its forward is the bfloat16 one (right loss); the gradients and master weights it returns are bfloat16.
+    "model_cast_to_bf16": (
+        {"gradients", "parameters", "communication"},
+        "dtype is torch.bfloat16, expected torch.float32",
+    ),
     "no_mixed_precision": ({"forward", "gradients", "parameters", "communication"}, "full float32 training"),
     "policy_on_blocks_only": ({"forward", "gradients", "parameters", "communication"}, "the same mp_policy"),
     "root_unit_only": ({"communication"}, "fully_shard every block before the root"),
@@ -92,19 +97,35 @@ def test_wrong_policies_miss_the_target_by_a_margin_on_every_seed(checks: Any, w
     grads_tol = tol["grads"] if tol["grads"] != (0.0, 0.0) else checks.TOLERANCE[4]["grads"]
     params_tol = tol["params"] if tol["params"] != (0.0, 0.0) else checks.TOLERANCE[4]["params"]
     for seed in range(12):
-        inputs = {"seed": seed, "dims": checks.DIMS, "batch": checks.BATCH, "steps": checks.STEPS}
-        inputs |= {"lr": checks.LR, "weight_decay": checks.WEIGHT_DECAY}
-        right = checks.DRIVER.emulate(inputs, world_size)
+        inputs = checks.shards(world_size, torch.Generator().manual_seed(seed))
+        right = checks.DRIVER.emulate(inputs)
         # A bfloat16 reduction rounds every averaged gradient to bfloat16: at least 10x the gradient tolerance.
         rounded = {n: g.to(torch.bfloat16).float() for n, g in right["grads"].items()}
         assert _worst(rounded, right["grads"], *grads_tol) > 10, seed
-        reduced = checks.DRIVER.emulate(inputs, world_size, reduce_dtype=torch.bfloat16)
+        reduced = checks.DRIVER.emulate(inputs, reduce_dtype=torch.bfloat16)
         assert _worst(reduced["params"], right["params"], *params_tol) > 100, seed
         for param in (None, torch.float16):  # float32 training, float16 parameters
-            other = checks.DRIVER.emulate(inputs, world_size, param_dtype=param)
+            other = checks.DRIVER.emulate(inputs, param_dtype=param)
             assert _worst(other["grads"], right["grads"], *grads_tol) > 10, (seed, param)
             assert _worst(other["params"], right["params"], *params_tol) > 100, (seed, param)
             assert not torch.equal(other["losses"][0][0], right["losses"][0][0]), (seed, param)
+
+
+def test_each_rank_gets_only_its_own_rows_and_examples(checks: Any) -> None:
+    """No rank can run the model or average the gradients alone: it holds its rows of the parameters and
+    its own examples, and no seed."""
+    inputs = checks.shards(4, torch.Generator().manual_seed(3))
+    width = checks.DIMS["width"]
+    assert [tuple(i["x"][0].shape) for i in inputs] == [(checks.BATCH // 4, width)] * 4
+    assert all(tuple(i["params"]["embed.weight"].shape) == (width // 4, width) for i in inputs)
+    firsts = [i["params"]["embed.weight"] for i in inputs]
+    assert all(not torch.equal(a, b) for k, a in enumerate(firsts) for b in firsts[k + 1 :])
+    assert set(inputs[0]) == {"key", "dims", "steps", "lr", "weight_decay", "params", "x", "y"}
+    # The model a rank's wrap receives: its own rows, NaN in every other rank's.
+    model = checks.DRIVER.build_model(checks.DIMS, inputs[1]["params"], 4, 1)
+    weight = model.embed.weight.detach()
+    assert torch.equal(weight[width // 4 : width // 2], firsts[1])
+    assert int(weight.isnan().sum()) == weight.numel() * 3 // 4
 
 
 def test_expected_bytes_are_the_statements(checks: Any) -> None:

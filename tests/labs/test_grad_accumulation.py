@@ -12,14 +12,42 @@ from .conftest import labs_dir
 
 LAB = "grad-accumulation"
 WORLD_SIZES = [2]  # K = 4 micro-batches per rank there: syncing each one sends 4 times the bytes
+# Wrong values lose the training's bytes too: they count only for training whose values are right.
 LOSES = {
-    "grads_not_zeroed": ({"parameters"}, "zero gradients"),
-    "last_micro_batch_only": ({"gradients", "parameters"}, "last micro-batch only"),
+    "grads_not_zeroed": ({"parameters", "communication"}, "zero gradients"),
+    "last_micro_batch_only": ({"gradients", "parameters", "communication"}, "last micro-batch only"),
     "never_synchronised": ({"gradients", "parameters", "ranks-identical", "communication"}, "nothing was averaged"),
-    "no_world_size_division": ({"gradients", "parameters"}, "divide by dist.get_world_size()"),
-    "sum_not_mean_over_k": ({"gradients", "parameters"}, "K = 4 times too large"),
+    "no_world_size_division": ({"gradients", "parameters", "communication"}, "divide by dist.get_world_size()"),
+    "sum_not_mean_over_k": ({"gradients", "parameters", "communication"}, "K = 4 times too large"),
     "sync_every_micro_batch": ({"communication"}, "one all-reduce per micro-batch"),
 }
+
+
+# Right values without synchronising a gradient: every rank all-gathers all the micro-batches and
+# backpropagates the whole global batch itself.
+DATA_GATHERED = """
+import torch
+import torch.distributed as dist
+
+
+def _everyones(t):
+    every = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, t.contiguous())
+    return torch.cat(every)
+
+
+def accumulate_and_sync(model, micro_batches, loss_fn):
+    x = _everyones(torch.cat([x for x, _ in micro_batches]))
+    y = _everyones(torch.cat([y for _, y in micro_batches]))
+    model.zero_grad(set_to_none=True)
+    loss_fn(model(x), y).backward()
+"""
+
+
+def test_values_reached_by_moving_the_data_earn_nothing(one_grader) -> None:
+    v = one_grader.grade(LAB, DATA_GATHERED, world_sizes=WORLD_SIZES)
+    assert v.score == 0, v.message
+    assert "as many as all its examples" in v.check("gradients").message
 
 
 def test_every_mutant_is_listed() -> None:

@@ -18,19 +18,21 @@ from .conftest import labs_dir
 WORLD_SIZES = {"ring-allreduce": [4], "collectives-p2p": [3]}
 LOSES = {
     "ring-allreduce": {
-        # Wrong sums, but every byte went the ring's way: the wire checks hold on their own.
-        "averages": {"ring-all-reduce"},
+        # Wrong sums: every byte went the ring's way, but bytes count only for a call that sums right.
+        "averages": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
+        # Loses points on the wire (gloo's own ring sends to rank - 1); the built-in collective is
+        # also named by the feedback check, which earns no points.
         "builtin_all_reduce": {"ring-neighbours", "communication-volume", "no-builtin-collectives"},
-        "missing_all_gather": {"ring-all-reduce"},
-        "result_not_written_back": {"ring-all-reduce"},
+        "missing_all_gather": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
+        "result_not_written_back": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
         "through_rank_zero": {"ring-neighbours", "communication-volume"},
         "torch_chunk": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
     },
     "collectives-p2p": {
         "all_reduce_returns_sum": {"all-reduce"},
-        "gather_by_broadcast": {"no-builtin-collectives"},
         "gather_default_dtype": {"all-reduce", "all-gather", "reduce-scatter"},
         "gather_in_arrival_order": {"all-gather"},
+        "gather_returns_list": {"all-gather"},
         "reduce_to_rank_zero": {"all-reduce"},
         "scatter_neighbours_chunk": {"reduce-scatter"},
     },
@@ -63,6 +65,54 @@ def test_mutant_loses_its_checks(one_grader, lab: str, mutant: str) -> None:
     v = one_grader.grade(lab, code, world_sizes=WORLD_SIZES[lab])
     assert v.score < v.max_score
     assert {c.id for c in v.checks if not c.passed} == LOSES[lab][mutant], v.message
+    # Every mutant loses points on a check judged outside the ranks, not only on the feedback one.
+    assert {c.id for c in v.checks if c.score < c.points} - {"no-builtin-collectives"}, v.message
+
+
+@pytest.mark.parametrize("lab", sorted(LOSES))
+def test_in_rank_collective_counts_earn_no_points(lab: str) -> None:
+    """The built-in-collectives signal is counted inside the ranks, where student code can rewrite it."""
+    from labs.spec import load_lab
+
+    spec = load_lab(labs_dir() / lab).spec
+    assert next(c for c in spec.checks if c.id == "no-builtin-collectives").points == 0
+
+
+ZEROS_AROUND_THE_RING = """
+import torch
+import torch.distributed as dist
+
+
+def ring_all_reduce(tensor):
+    rank, n = dist.get_rank(), dist.get_world_size()
+    send = torch.zeros(2 * (n - 1) * tensor.numel() // n, dtype=tensor.dtype)
+    recv = torch.empty_like(send)
+    ops = [dist.P2POp(dist.isend, send, (rank + 1) % n), dist.P2POp(dist.irecv, recv, (rank - 1) % n)]
+    for req in dist.batch_isend_irecv(ops):
+        req.wait()
+"""
+
+
+def test_a_rings_worth_of_bytes_that_sums_nothing_earns_nothing(one_grader) -> None:
+    v = one_grader.grade("ring-allreduce", ZEROS_AROUND_THE_RING, world_sizes=[3])
+    assert v.score == 0, v.message
+    assert "the bytes look right, but the measured call's sums are wrong" in v.check("communication-volume").message
+
+
+def test_a_builtin_collective_gets_the_p2p_values_and_only_feedback(one_grader) -> None:
+    """dist.all_gather in collectives-p2p: right results, so every point; the feedback check names the call."""
+    code = (labs_dir() / "collectives-p2p" / "solution.py").read_text()
+    code = code.replace(
+        "def all_gather(tensor: torch.Tensor) -> torch.Tensor:",
+        "def all_gather(tensor: torch.Tensor) -> torch.Tensor:\n"
+        "    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]\n"
+        "    dist.all_gather(parts, tensor)\n"
+        "    return torch.cat(parts, dim=0)\n\n\ndef _unused(tensor):",
+    )
+    v = one_grader.grade("collectives-p2p", code, world_sizes=[3])
+    assert v.score == v.max_score, v.message
+    feedback = v.check("no-builtin-collectives")
+    assert not feedback.passed and "all_gather" in feedback.message and "no points" in feedback.message
 
 
 @pytest.mark.parametrize("lab", sorted(LOSES))

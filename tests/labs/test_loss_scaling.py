@@ -83,17 +83,29 @@ def test_every_schedule_shows_the_usual_mistakes(world_size: int) -> None:
     c = checks()
     for seed in range(20):
         (case,) = c.cases(world_size, torch.Generator().manual_seed(seed))
-        inputs = case.inputs[0]
+        inputs, plan = case.inputs[0], c.plan_of(case)
         args = [inputs[k] for k in ("init_scale", "growth_factor", "backoff_factor", "growth_interval")]
-        overflow = [str(s) in inputs["injections"] for s in range(c.STEPS)]
+        overflow = [str(s) in plan for s in range(c.STEPS)]
         assert sum(overflow) == c.OVERFLOWS and not overflow[0]
-        kinds = {i["kind"] for items in inputs["injections"].values() for i in items}
+        kinds = {i["kind"] for items in plan.values() for i in items}
         assert kinds == {"inf", "nan"}
+        # Each rank is told only about its own overflows.
+        for r, mine in enumerate(case.inputs):
+            assert all(i["rank"] == r for items in mine["injections"].values() for i in items)
         right = c.simulate(overflow, *args)
         assert [float(v) for v in case.expected[0]["scales"]] == right  # GradScaler itself agrees
         assert right != c.simulate(overflow, *args, reset=False)
         assert right != c.simulate(overflow, *args, every_step=True)
         assert case.expected[0]["skipped"].tolist() == overflow
+
+
+def test_skipped_steps_are_read_from_the_tensors() -> None:
+    d = load_public(str(labs_dir() / LAB / "checks.py"), "driver")
+    w = {"a": torch.zeros(2, dtype=torch.float64)}
+    moved = {"a": torch.ones(2, dtype=torch.float64)}
+    nan = {"a": torch.full((2,), float("nan"), dtype=torch.float64)}
+    # Unchanged: skipped. Moved: taken. Inf or nan before or after: nothing tells.
+    assert d.skipped_steps(w, [w, moved, moved, nan, nan, moved]) == [True, False, True, None, None, None]
 
 
 def test_every_mutant_is_listed() -> None:

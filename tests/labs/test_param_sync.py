@@ -12,12 +12,13 @@ from labs.public import load_public
 from .conftest import labs_dir
 
 LAB = labs_dir() / "param-sync"
+# A call answered wrong loses its bytes too: they count only for a call whose answers are right.
 LOSES = {
-    "allclose_fingerprint": {"answers"},  # one ulp is within any tolerance
-    "first_parameter_only": {"answers"},  # the one-ulp change is never in the first parameter
-    "gather_parameters": {"communication"},  # right answers, 4.3 MB per rank
-    "only_rank0": {"answers", "agreement"},  # the ranks disagree: the wire holds
-    "sum_fingerprint": {"answers"},  # the swap keeps the sum
+    "allclose_fingerprint": {"answers", "communication"},  # one ulp is within any tolerance
+    "first_parameter_only": {"answers", "communication"},  # the one-ulp change is never in the first parameter
+    "gather_parameters": {"communication"},  # right answers, the whole model on the wire
+    "only_rank0": {"answers", "agreement", "communication"},  # the ranks disagree
+    "sum_fingerprint": {"answers", "communication"},  # the swap keeps the sum
 }
 
 
@@ -25,29 +26,50 @@ def driver():  # type: ignore[no-untyped-def]
     return load_public(str(LAB / "checks.py"), "driver")
 
 
-def test_the_changes_are_one_ulp_and_a_swap_that_keeps_the_sum() -> None:
-    d = driver()
-    dims = [512, 1024, 512, 64]
-    base = d.build_model(7, dims)
-    assert sum(p.numel() for p in base.parameters()) == 1_082_944
-    assert all(p.dtype == torch.float32 for p in base.parameters())
-    same = d.build_model(7, dims)
-    assert all(torch.equal(a, b) for a, b in zip(base.parameters(), same.parameters(), strict=True))
-    assert not torch.equal(d.build_model(8, dims)[0].weight, base[0].weight)
+def checks():  # type: ignore[no-untyped-def]
+    return load_public(str(LAB / "checks.py"), "checks")
 
-    ulp = d.build_model(7, dims)
-    d.apply_change(ulp, {"kind": "ulp", "param": "2.bias", "index": 3, "up": False})
+
+def test_the_changes_are_one_ulp_and_a_swap_that_keeps_the_sum() -> None:
+    d, c = driver(), checks()
+    common = c.model(b"key")
+    assert sum(t.numel() for t in common.values()) == 17_616 and c.MODEL_BYTES == 70_464
+    assert all(t.dtype == torch.float32 for t in common.values())
+    base = d.build_model(common, c.DIMS)
+    assert [n for n, _ in base.named_parameters()] == list(c.shapes())
+    assert not torch.equal(c.model(b"other")["0.weight"], common["0.weight"])
+
+    ulp = d.build_model(c.changed(common, {"kind": "ulp", "param": "2.bias", "at": 3, "up": False}), c.DIMS)
     a, b = base[2].bias.detach(), ulp[2].bias.detach()
     assert int((a != b).sum()) == 1 and bool(b[3] < a[3])
     assert bool(torch.nextafter(b[3], torch.tensor(math.inf)) == a[3])  # the next float32 below, no further
 
-    swap = d.build_model(7, dims)
-    d.apply_change(swap, {"kind": "swap", "param": "4.weight", "index": 0, "other": 5})
+    swap = d.build_model(c.changed(common, {"kind": "swap", "param": "4.weight", "at": 0, "other": 5}), c.DIMS)
     a, b = base[4].weight.detach(), swap[4].weight.detach()
     assert int((a != b).sum()) == 2
     assert float(a.double().sum()) == float(b.double().sum())  # the exercise's fingerprint cannot tell
-    # The built model is a copy: changing it leaves the next call's model as drawn.
-    assert torch.equal(d.build_model(7, dims)[4].weight, a)
+    # The model holds copies: the common parameters are unchanged.
+    assert torch.equal(common["4.weight"], a)
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+def test_no_rank_can_tell_from_its_inputs_whether_its_copy_differs(world_size: int) -> None:
+    c = checks()
+    orders = set()
+    for seed in range(8):
+        calls = c.cases(world_size, torch.Generator().manual_seed(seed))
+        assert sorted(case.expected[0]["in_sync"] for case in calls) == [False, False, True, True]
+        orders.add(tuple(case.expected[0]["in_sync"] for case in calls))
+        for case in calls:
+            held = [b"".join(t.numpy().tobytes() for t in i["params"].values()) for i in case.inputs]
+            # In sync: every rank holds the same copy. Otherwise one rank's differs from all the others'.
+            if case.expected[0]["in_sync"]:
+                assert len(set(held)) == 1
+            else:
+                assert len(set(held)) == 2 and min(held.count(h) for h in held) == 1
+            # A rank's inputs are the sizes and its copy of the parameters: nothing names a change.
+            assert all(set(inputs) == {"dims", "params"} for inputs in case.inputs)
+    assert len(orders) > 1  # the calls come in no fixed order
 
 
 def test_answers_are_read_as_bools() -> None:

@@ -2,7 +2,8 @@
 
 ``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each mutant loses points; this pins
 which checks, that the messages say what to do, that correct solutions written differently get
-full marks, and that torch.distributed.pipelining's ScheduleGPipe loses only the schedule check.
+full marks, and that the schedule (recorded inside the ranks) is feedback: torch.distributed.pipelining's
+ScheduleGPipe and a schedule without overlap fail that check and lose no points.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from .conftest import labs_dir
 
 LAB = "pipeline-gpipe"
 WORLD_SIZES = [4]  # a broadcast reaches stages that are not neighbours only beyond 2 stages
+# Wrong values lose the measured run's bytes too: they count only for a run whose values are right.
 LOSES = {
     "broadcast_activations": ({"communication"}, "not its neighbour"),
-    "detached_input": ({"gradients"}, "send back the gradient of its own input"),
-    "grads_zeroed_per_micro_batch": ({"gradients"}, "last micro-batch only"),
-    "loss_not_divided_by_m": ({"gradients"}, "M = 4 times too large"),
-    "sequential_micro_batches": ({"bubble"}, "backward before its last forward"),
-    "shared_recv_buffer": ({"gradients"}, "fresh tensor"),
-    "whole_batch": ({"losses", "bubble"}, "one loss per micro-batch"),
+    "detached_input": ({"gradients", "communication"}, "send back the gradient of its own input"),
+    "grads_zeroed_per_micro_batch": ({"gradients", "communication"}, "last micro-batch only"),
+    "loss_not_divided_by_m": ({"gradients", "communication"}, "M = 4 times too large"),
+    "shared_recv_buffer": ({"gradients", "communication"}, "fresh tensor"),
+    "whole_batch": ({"losses", "bubble", "communication"}, "one loss per micro-batch"),
 }
 
 # Written differently from solution.py: isend/irecv, backwards in forward order, the undivided loss
@@ -68,6 +69,41 @@ def gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape, loss
     for p in stage.parameters():
         p.grad.div_(num_micro_batches)
     return torch.stack(losses) if nxt is None else None
+"""
+
+# Each micro-batch forward and backward before the next: right values and bytes, no overlap.
+SEQUENTIAL = """
+import torch
+import torch.distributed as dist
+
+
+def gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape, loss_fn):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    first, last = rank == 0, rank == world_size - 1
+    m = num_micro_batches
+    xs = inputs.chunk(m) if first else [None] * m
+    ys = targets.chunk(m) if last else [None] * m
+    losses = []
+    for j in range(m):
+        if first:
+            x = xs[j]
+        else:
+            x = torch.empty(activation_shape, dtype=torch.float64)
+            dist.recv(x, src=rank - 1)
+            x.requires_grad_()
+        out = stage(x)
+        if last:
+            loss = loss_fn(out, ys[j])
+            losses.append(loss.item())
+            (loss / m).backward()
+        else:
+            dist.send(out.detach(), dst=rank + 1)
+            grad = torch.empty(activation_shape, dtype=torch.float64)
+            dist.recv(grad, src=rank + 1)
+            out.backward(grad)
+        if not first:
+            dist.send(x.grad, dst=rank - 1)
+    return losses if last else None
 """
 
 SCHEDULE_GPIPE = """
@@ -145,6 +181,19 @@ def test_every_mutant_is_listed() -> None:
     assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
 
 
+def test_each_rank_is_given_only_its_own_stage_and_data() -> None:
+    import torch
+
+    c = checks()
+    (case,) = c.cases(4, torch.Generator().manual_seed(2))
+    names = [sorted(i["params"]) for i in case.inputs]
+    assert names[1] == ["4.bias", "4.weight", "6.bias", "6.weight"]  # linear layers 2 and 3 of 8
+    assert all(not set(a) & set(b) for k, a in enumerate(names) for b in names[k + 1 :])
+    assert case.inputs[0]["x"] is not None and all(i["x"] is None for i in case.inputs[1:])
+    assert case.inputs[-1]["y"] is not None and all(i["y"] is None for i in case.inputs[:-1])
+    assert all("seed" not in i for i in case.inputs)
+
+
 @pytest.mark.parametrize("mutant", sorted(LOSES))
 def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
     code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
@@ -152,6 +201,7 @@ def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
     lost, advice = LOSES[mutant]
     assert {c.id for c in v.checks if not c.passed} == lost, v.message
     assert advice in " ".join(c.message for c in v.checks if not c.passed)
+    assert {c.id for c in v.checks if c.score < c.points} - {"bubble"}, "loses points on a check judged outside"
 
 
 def test_reference_draws_the_bubble_chart_and_starter_says_not_implemented(one_grader) -> None:
@@ -180,7 +230,15 @@ def test_a_differently_written_solution_gets_full_marks(one_grader) -> None:
     assert v.score == v.max_score, v.message
 
 
-def test_schedule_gpipe_gets_the_values_right_and_loses_the_schedule(one_grader) -> None:
+def test_schedule_gpipe_gets_the_values_right_and_only_feedback_on_the_schedule(one_grader) -> None:
     v = one_grader.grade(LAB, SCHEDULE_GPIPE, world_sizes=[2])
     assert {c.id for c in v.checks if not c.passed} == {"bubble"}, v.message
-    assert "torch.distributed.pipelining" in next(c.message for c in v.checks if c.id == "bubble")
+    assert "torch.distributed.pipelining" in v.check("bubble").message
+    assert v.score == v.max_score  # the record comes from inside the ranks: it earns nothing either way
+
+
+def test_a_schedule_without_overlap_is_told_so_and_loses_no_points(one_grader) -> None:
+    v = one_grader.grade(LAB, SEQUENTIAL, world_sizes=[2])
+    assert {c.id for c in v.checks if not c.passed} == {"bubble"}, v.message
+    assert "backward before its last forward" in v.check("bubble").message
+    assert "Feedback, no points" in v.check("bubble").message and v.score == v.max_score

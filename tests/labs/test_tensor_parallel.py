@@ -1,9 +1,10 @@
 """The tensor-parallel lab on real gloo ranks: the reference gets every check, each mutant loses the ones it should.
 
-Runs the lab's public driver in forked ranks (no sandbox; ``tp_ranks``), compares each rank's
-result with ``checks.expected`` and judges the kernel's byte counts with ``checks.wire_verdict``,
-so the driver, the reference and the wire bounds are checked apart from the sandbox, and each
-mutant is shown to lose exactly the checks it should (``ringlab lab test`` only asks that it lose points).
+Runs the lab's public driver in forked ranks (no sandbox; ``tp_ranks``) on the lab's own cases,
+compares each rank's result with the case's expected one and judges the kernel's byte counts with
+``checks.wire_verdict``, so the driver, the reference and the wire bounds are checked apart from
+the sandbox, and each mutant is shown to lose exactly the checks it should (``ringlab lab test``
+only asks that it lose points).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 from labs import trees
-from labs.spec import DEFAULT_CONTENT
+from labs.spec import DEFAULT_CONTENT, load_lab
 
 from . import tp_ranks
 
@@ -26,14 +27,17 @@ PARTS = {
     "input-gradient": ("grad_x",),
     "weight-gradients": ("grads",),
 }
+FEEDBACK = {"sharding"}  # read from the rank's own objects: shown, never scored
+# A measured call whose results are wrong loses its bytes too: they count only for a call that computed right.
 LOSES = {
     "autograd_all_reduce": {"input-gradient", "weight-gradients", "communication"},
     "column_splits_inputs": {"forward", "sharding", "input-gradient", "weight-gradients", "communication"},
-    "full_column_weight": {"sharding", "weight-gradients"},
+    # The full-shaped weight holds NaN outside this rank's chunk: its backward spreads them into x's gradient.
+    "full_column_weight": {"sharding", "input-gradient", "weight-gradients", "communication"},
     "gathers_weight": {"communication"},
     "no_backward_all_reduce": {"input-gradient", "communication"},
-    "row_bias_on_every_rank": {"forward"},
-    "strided_shards": {"forward", "sharding", "weight-gradients"},
+    "row_bias_on_every_rank": {"forward", "communication"},
+    "strided_shards": {"forward", "sharding", "input-gradient", "weight-gradients", "communication"},
 }
 
 
@@ -43,45 +47,76 @@ def lab() -> tuple[Any, Any]:
     return tp_ranks.load_module(LAB / "checks.py", "tp_checks"), tp_ranks.load_module(LAB / "driver.py", "tp_driver")
 
 
-def lost_checks(checks: Any, driver: Any, code: str, world_size: int, seed: int) -> set[str]:
+def lost_checks(checks: Any, code: str, world_size: int, seed: int) -> set[str]:
     """The checks a submission fails at one world size, judged as the lab's checks.py judges them."""
-    calls, expected = [], []
-    for key, dims in (("mlp", checks.MEASURED), ("no-bias", checks.SMALL)):
-        problem = {"seed": seed, **dims}
-        forward, backward = checks.expected(driver, problem, world_size)
-        for name, want in (("forward", forward), ("backward", backward)):
-            calls.append(tp_ranks.Call(name, [{"key": key, "problem": problem}] * world_size))
-            expected.append(want)
-    run = tp_ranks.run(code, LAB / "driver.py", world_size, calls)
+    cases = checks.cases(world_size, torch.Generator().manual_seed(seed))
+    run = tp_ranks.run(code, LAB / "driver.py", world_size, [tp_ranks.Call(c.driver, c.inputs) for c in cases])
     tol = dict.fromkeys(checks.KEYS, checks.TOLERANCE)
     lost = set()
-    for i, want in enumerate(expected):
+    for i, case in enumerate(cases):
+        wrong = set()
         for r, got in enumerate(run.results[i]):
+            want = case.expected[r]
             for check, keys in PARTS.items():
-                part = [k for k in keys if k in want[r]]
+                part = [k for k in keys if k in want]
                 if part and (
-                    isinstance(got, str) or trees.compare(trees.select(want[r], part), trees.select(got, part), tol)
+                    isinstance(got, str) or trees.compare(trees.select(want, part), trees.select(got, part), tol)
                 ):
-                    lost.add(check)
-    for i, phase in ((0, "forward"), (1, "backward")):
-        if checks.wire_verdict(world_size, phase, calls[i].inputs[0]["problem"], run.sent[i])[1]:
+                    wrong.add(check)
+        lost |= wrong
+        # A measured call's bytes count only if its scored results are right (rules.wire_per_phase).
+        if case.measure and (
+            wrong - FEEDBACK or checks.wire_verdict(world_size, case.driver, case.inputs[0]["problem"], run.sent[i])[1]
+        ):
             lost.add("communication")
     return lost
 
 
 @pytest.mark.parametrize("world_size", [2, 3, 4])
 def test_reference_passes_every_check(lab: tuple[Any, Any], world_size: int) -> None:
-    checks, driver = lab
+    checks, _ = lab
     code = (LAB / "solution.py").read_text()
-    assert lost_checks(checks, driver, code, world_size, seed=1000 + world_size) == set()
+    assert lost_checks(checks, code, world_size, seed=1000 + world_size) == set()
 
 
 @pytest.mark.parametrize("mutant", sorted(LOSES))
 def test_mutant_loses_its_checks(lab: tuple[Any, Any], mutant: str) -> None:
-    checks, driver = lab
+    checks, _ = lab
     code = (LAB / "mutants" / f"{mutant}.py").read_text()
     assert code.startswith("# "), "a mutant's first line says what is wrong"
-    assert lost_checks(checks, driver, code, 3, seed=77) == LOSES[mutant]
+    assert lost_checks(checks, code, 3, seed=77) == LOSES[mutant]
+    assert LOSES[mutant] - FEEDBACK, "every mutant loses points on a check judged outside the ranks"
+
+
+def test_what_a_layer_keeps_earns_no_points() -> None:
+    points = {c.id: c.points for c in load_lab(LAB).spec.checks}
+    assert all(points[c] == 0 for c in FEEDBACK) and sum(points.values()) == 10
+
+
+def test_each_rank_holds_only_its_own_chunks(lab: tuple[Any, Any]) -> None:
+    checks, _ = lab
+    forward, backward = checks.cases(4, torch.Generator().manual_seed(5))[:2]
+    hidden = checks.MEASURED["d_hidden"]
+    for inputs in forward.inputs:
+        assert inputs["w1"].shape == (hidden // 4, checks.MEASURED["d_in"])
+        assert inputs["w2"].shape == (checks.MEASURED["d_out"], hidden // 4)
+        assert set(inputs) == {"key", "problem", "w1", "b1", "w2"}
+    # Different ranks, different weights: none can be drawn from another's inputs or from the seed.
+    firsts = [i["w1"] for i in forward.inputs]
+    assert all(not torch.equal(a, b) for k, a in enumerate(firsts) for b in firsts[k + 1 :])
+    assert all(set(i) == {"key", "problem"} for i in backward.inputs)
+
+
+def test_the_driver_pads_a_chunk_with_nan(lab: tuple[Any, Any]) -> None:
+    _, driver = lab
+    assert [driver.chunk_slice(10, 4, r) for r in range(4)] == [slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 10)]
+    full = torch.arange(24.0, dtype=torch.float64).view(4, 6)
+    for r in range(3):
+        mine = full.chunk(3, dim=1)[r]
+        got = driver.padded(mine, 1, 6, 3, r)
+        assert got.shape == full.shape and torch.equal(got.chunk(3, dim=1)[r], mine)
+        assert int(got.isnan().sum()) == full.numel() - mine.numel()
+    assert driver.padded(None, 0, 6, 3, 0) is None
 
 
 def test_every_mutant_is_listed() -> None:

@@ -26,13 +26,16 @@ PARTS = {
     "input-gradient": ("grad_x",),
     "weight-gradients": ("grads",),
 }
+FEEDBACK = {"sharding"}  # read from the rank's own object: shown, never scored
+# A measured call whose results are wrong loses its bytes too: they count only for a call that computed right.
 LOSES = {
-    "all_gathers_heads": {"sharding", "weight-gradients", "communication"},
+    # It multiplies the whole output weight, whose other ranks' columns are NaN here: the output is NaN.
+    "all_gathers_heads": {"forward", "sharding", "weight-gradients", "communication"},
     "autograd_all_reduce": {"input-gradient", "weight-gradients", "communication"},
     "no_backward_all_reduce": {"input-gradient", "communication"},
-    "out_bias_on_every_rank": {"forward"},
-    "per_head_interleaved_qkv": {"forward", "sharding", "input-gradient", "weight-gradients"},
-    "softmax_scale_local_dim": {"forward", "input-gradient", "weight-gradients"},
+    "out_bias_on_every_rank": {"forward", "communication"},
+    "per_head_interleaved_qkv": {"forward", "sharding", "input-gradient", "weight-gradients", "communication"},
+    "softmax_scale_local_dim": {"forward", "input-gradient", "weight-gradients", "communication"},
 }
 
 # Correct, and written differently from solution.py: heads picked with index_select, one
@@ -91,37 +94,37 @@ def lab() -> tuple[Any, Any]:
     return checks, tp_ranks.load_module(LAB / "driver.py", "tpattn_driver")
 
 
-def lost_checks(checks: Any, driver: Any, code: str, world_size: int, seed: int) -> set[str]:
+def lost_checks(checks: Any, code: str, world_size: int, seed: int) -> set[str]:
     """The checks a submission fails at one world size, judged as the lab's checks.py judges them."""
-    calls, expected = [], []
-    for key, dims in (("attention", checks.MEASURED), ("no-bias", checks.SMALL)):
-        problem = {"seed": seed, **dims}
-        forward, backward = checks.expected(driver, problem, world_size)
-        for name, want in (("forward", forward), ("backward", backward)):
-            calls.append(tp_ranks.Call(name, [{"key": key, "problem": problem}] * world_size))
-            expected.append(want)
-    run = tp_ranks.run(code, LAB / "driver.py", world_size, calls)
+    cases = checks.cases(world_size, torch.Generator().manual_seed(seed))
+    run = tp_ranks.run(code, LAB / "driver.py", world_size, [tp_ranks.Call(c.driver, c.inputs) for c in cases])
     tol = dict.fromkeys(checks.KEYS, checks.TOLERANCE)
     lost = set()
-    for i, want in enumerate(expected):
+    for i, case in enumerate(cases):
+        wrong = set()
         for r, got in enumerate(run.results[i]):
+            want = case.expected[r]
             for check, keys in PARTS.items():
-                part = [k for k in keys if k in want[r]]
+                part = [k for k in keys if k in want]
                 if part and (
-                    isinstance(got, str) or trees.compare(trees.select(want[r], part), trees.select(got, part), tol)
+                    isinstance(got, str) or trees.compare(trees.select(want, part), trees.select(got, part), tol)
                 ):
-                    lost.add(check)
-    for i, phase in ((0, "forward"), (1, "backward")):
-        if checks.wire_verdict(world_size, phase, calls[i].inputs[0]["problem"], run.sent[i])[1]:
+                    wrong.add(check)
+        lost |= wrong
+        # A measured call's bytes count only if its scored results are right (rules.wire_per_phase).
+        if case.measure and (
+            wrong - FEEDBACK or checks.wire_verdict(world_size, case.driver, case.inputs[0]["problem"], run.sent[i])[1]
+        ):
             lost.add("communication")
     return lost
 
 
 def test_reference_is_one_big_multihead_attention(lab: tuple[Any, Any]) -> None:
-    # The single-process reference is torch.nn.MultiheadAttention with the driver's weights.
-    checks, driver = lab
+    # The single-process reference is torch.nn.MultiheadAttention with every rank's heads put together.
+    checks, _ = lab
     problem = {"seed": 5, **checks.MEASURED}
-    p = driver.problem(**problem)
+    parts = checks.heads(problem, [torch.Generator().manual_seed(r) for r in range(3)])
+    p = checks.whole(problem, parts)
     d, heads = problem["d_model"], problem["heads"]
     mha = torch.nn.MultiheadAttention(d, heads, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
@@ -130,28 +133,44 @@ def test_reference_is_one_big_multihead_attention(lab: tuple[Any, Any]) -> None:
         mha.out_proj.weight.copy_(p["w_out"])
         mha.out_proj.bias.copy_(p["b_out"])
     want = mha(p["x"], p["x"], p["x"], need_weights=False)[0]
-    torch.testing.assert_close(checks.reference(driver, problem)["output"], want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(checks.reference(problem, parts)["output"], want, rtol=1e-12, atol=1e-12)
+
+
+def test_each_rank_holds_only_its_own_heads(lab: tuple[Any, Any]) -> None:
+    checks, driver = lab
+    forward, backward = checks.cases(3, torch.Generator().manual_seed(9))[:2]
+    d = checks.MEASURED["d_model"]
+    for r, inputs in enumerate(forward.inputs):
+        assert set(inputs) == {"key", "problem", "w_qkv", "b_qkv", "w_out"}
+        assert inputs["w_qkv"].shape == (3 * d // 3, d) and inputs["w_out"].shape == (d, d // 3)
+        full = driver.padded(inputs, d, 3, r)
+        rows = full["w_qkv"].view(3, d, d)
+        mine = driver.heads_slice(d, 3, r)
+        assert not rows[:, mine].isnan().any() and int(rows.isnan().sum()) == 3 * d * (d - d // 3)
+        assert int(full["w_out"].isnan().sum()) == d * (d - d // 3)
+    assert all(set(i) == {"key", "problem"} for i in backward.inputs)
 
 
 @pytest.mark.parametrize("world_size", [2, 3, 4])
 def test_reference_passes_every_check(lab: tuple[Any, Any], world_size: int) -> None:
-    checks, driver = lab
+    checks, _ = lab
     code = (LAB / "solution.py").read_text()
-    assert lost_checks(checks, driver, code, world_size, seed=1000 + world_size) == set()
+    assert lost_checks(checks, code, world_size, seed=1000 + world_size) == set()
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_a_differently_written_solution_passes_every_check(lab: tuple[Any, Any], world_size: int) -> None:
-    checks, driver = lab
-    assert lost_checks(checks, driver, ALTERNATIVE, world_size, seed=31 + world_size) == set()
+    checks, _ = lab
+    assert lost_checks(checks, ALTERNATIVE, world_size, seed=31 + world_size) == set()
 
 
 @pytest.mark.parametrize("mutant", sorted(LOSES))
 def test_mutant_loses_its_checks(lab: tuple[Any, Any], mutant: str) -> None:
-    checks, driver = lab
+    checks, _ = lab
     code = (LAB / "mutants" / f"{mutant}.py").read_text()
     assert code.startswith("# "), "a mutant's first line says what is wrong"
-    assert lost_checks(checks, driver, code, 3, seed=77) == LOSES[mutant]
+    assert lost_checks(checks, code, 3, seed=77) == LOSES[mutant]
+    assert LOSES[mutant] - FEEDBACK, "every mutant loses points on a check judged outside the ranks"
 
 
 def test_every_mutant_is_listed() -> None:

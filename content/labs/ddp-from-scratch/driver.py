@@ -1,11 +1,13 @@
 """Public driver for ddp-from-scratch: the training loop every rank runs around your code.
 
 Not secret: read it to see exactly what the grader does. Each rank builds the
-same model from the seed it is given, takes its equal shard of the global
-batch, computes the mean squared error over that shard, calls ``loss.backward()``
-and then your ``sync_gradients(model)``, and takes a plain SGD step (with weight
-decay) on whatever ``.grad`` holds afterwards. What it returns is compared,
-outside your code, with single-process training on the whole global batch.
+same model from the seed it is given and is given its own equal shard of every
+step's global batch (``inputs["x"][step]``, ``inputs["y"][step]``: tensors the grader
+drew; no rank is given, or can draw, another rank's shard). It computes the mean
+squared error over that shard, calls ``loss.backward()`` and then your
+``sync_gradients(model)``, and takes a plain SGD step (with weight decay) on whatever
+``.grad`` holds afterwards. What it returns is compared, outside your code, with
+single-process training on the whole global batch (every rank's shard, in rank order).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import itertools
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
 
 def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
@@ -33,14 +34,6 @@ def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
     return torch.nn.Sequential(*layers)
 
 
-def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The global batch ``(x, y)`` of one step, drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
-    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
-    return x, y
-
-
 def loss_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean squared error, averaged over every element of this (shard of the) batch."""
     return ((model(x) - y) ** 2).mean()
@@ -55,12 +48,6 @@ def sgd_step(model: torch.nn.Module, lr: float, weight_decay: float) -> None:
             p.sub_(lr * (p.grad + weight_decay * p))
 
 
-def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s equal, contiguous slice of the global batch."""
-    per = t.shape[0] // world_size
-    return t[rank * per : (rank + 1) * per]
-
-
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Data-parallel training with the student's ``sync_gradients``; returns what the judge compares.
 
@@ -68,16 +55,14 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     ``params``: every parameter after ``inputs["steps"]`` SGD steps.
     ``losses``: this rank's shard loss at each step (shown, never judged).
     """
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    dims, batch = list(inputs["dims"]), int(inputs["batch"])
-    model = build_model(int(inputs["seed"]), dims)
+    model = build_model(int(inputs["seed"]), list(inputs["dims"]))
     first: dict[str, torch.Tensor] = {}
     losses = []
     for step in range(int(inputs["steps"])):
-        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
+        x, y = inputs["x"][step], inputs["y"][step]  # this rank's shard of the step's global batch
         for p in model.parameters():
             p.grad = None
-        loss = loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size))
+        loss = loss_fn(model, x, y)
         loss.backward()
         submission.sync_gradients(model)
         if step == 0:
@@ -91,13 +76,21 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     return {"grads": first, "params": params, "losses": torch.tensor(losses, dtype=torch.float64)}
 
 
-def reference(inputs: dict[str, Any]) -> dict[str, Any]:
-    """The same training on one process with the whole global batch (what ``train`` must equal)."""
-    dims, batch = list(inputs["dims"]), int(inputs["batch"])
-    model = build_model(int(inputs["seed"]), dims)
+def whole_batch(per_rank: list[dict[str, Any]], step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step ``step``'s global batch: every rank's shard of it, in rank order."""
+    return torch.cat([i["x"][step] for i in per_rank]), torch.cat([i["y"][step] for i in per_rank])
+
+
+def reference(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same training on one process with the whole global batch (what ``train`` must equal).
+
+    ``per_rank``: every rank's inputs; the grader runs this outside the sandbox, where it has them all.
+    """
+    inputs = per_rank[0]
+    model = build_model(int(inputs["seed"]), list(inputs["dims"]))
     first: dict[str, torch.Tensor] = {}
     for step in range(int(inputs["steps"])):
-        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
+        x, y = whole_batch(per_rank, step)
         for p in model.parameters():
             p.grad = None
         loss_fn(model, x, y).backward()

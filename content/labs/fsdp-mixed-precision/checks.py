@@ -10,7 +10,7 @@ serves to tell the student which mistake the numbers show.
 
 from __future__ import annotations
 
-import functools
+import hashlib
 from typing import Any
 
 import torch
@@ -41,20 +41,38 @@ WRONG = {  # (param_dtype, reduce_dtype) -> what the numbers say was done
 }
 
 
+def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
+    """Every rank's inputs: its own rows of every parameter (the rows FSDP keeps on it) and its own shard
+    of each step's batch.
+
+    Each from that rank's own generator, so no rank can work out another's parameters or data: the
+    model runs only once FSDP has gathered the rows, and the averaged gradients exist only once the
+    ranks have reduced them. Weights and biases uniform in +-1/sqrt(width), the norm's scale 1 + 0.1 N(0, 1).
+    """
+    own = training.secret_generators(gen, world_size)
+    settings = {"key": "mp", "dims": DIMS, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY}
+    per, width = BATCH // world_size, DIMS["width"]
+    bound = width**-0.5
+    shapes = {name: tuple(p.shape) for name, p in DRIVER.Net(width, DIMS["blocks"]).named_parameters()}
+    out = []
+    for r in range(world_size):
+        params = {}
+        for name, shape in shapes.items():
+            span = DRIVER.rows(shape[0], world_size, r)
+            mine = (span.stop - span.start, *shape[1:])
+            if name.startswith("norm."):
+                params[name] = 1.0 + 0.1 * torch.randn(mine, generator=own[r])
+            else:
+                params[name] = (torch.rand(mine, generator=own[r]) * 2 - 1) * bound
+        xs = [torch.randn(per, width, generator=own[r]) for _ in range(STEPS)]
+        ys = [torch.randn(per, width, generator=own[r]) for _ in range(STEPS)]
+        out.append({**settings, "params": params, "x": xs, "y": ys})
+    return out
+
+
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
-    inputs = {
-        "key": "mp",
-        "seed": seed,
-        "dims": DIMS,
-        "batch": BATCH,
-        "steps": STEPS,
-        "lr": LR,
-        "weight_decay": WEIGHT_DECAY,
-    }
-    want = DRIVER.emulate(inputs, world_size)
-    compute = {"compute_dtype": "torch.bfloat16"}
-    storage = {"master_dtype": "torch.float32", "grad_dtype": "torch.float32"}
+    inputs = shards(world_size, gen)
+    want = DRIVER.emulate(inputs)
     what = f"on a global batch of {BATCH}"
     return [
         Case(
@@ -62,9 +80,12 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
             fn="wrap",
             driver="step",
             label=f"the first training step {what}",
-            inputs=[dict(inputs) for _ in range(world_size)],
-            expected=[{"loss": want["losses"][r][0], "dtypes": compute | storage} for r in range(world_size)],
+            inputs=inputs,
+            # Only the loss is scored; the dtypes the driver saw come from inside the rank and only
+            # help the hints say which policy the numbers show.
+            expected=[{"loss": want["losses"][r][0]} for r in range(world_size)],
             measure=True,
+            parts={"forward": ["loss"]},
             tolerance={"loss": LOSS_TOLERANCE},
         ),
         Case(
@@ -72,7 +93,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
             fn="wrap",
             driver="finish",
             label=f"{STEPS} AdamW steps {what}",
-            inputs=[dict(inputs) for _ in range(world_size)],
+            inputs=[dict(i) for i in inputs],
             expected=[{"grads": want["grads"], "params": want["params"]} for _ in range(world_size)],
             parts={"gradients": ["grads"], "parameters": ["params"]},
             tolerance=TOLERANCE[world_size] if world_size in TOLERANCE else TOLERANCE[4],
@@ -95,10 +116,21 @@ def _matches(got: Any, want: dict[str, torch.Tensor], tol: tuple[float, float]) 
     return True
 
 
-@functools.lru_cache(maxsize=32)
-def _emulated(seed: int, world_size: int, param: torch.dtype | None, reduce: torch.dtype) -> dict[str, Any]:
-    inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY}
-    return DRIVER.emulate(inputs, world_size, param_dtype=param, reduce_dtype=reduce)
+_EMULATED: dict[tuple[str, torch.dtype | None, torch.dtype], dict[str, Any]] = {}
+
+
+def _emulated(case: Case, param: torch.dtype | None, reduce: torch.dtype) -> dict[str, Any]:
+    """The emulation of ``case``'s training with another policy (cached by the case's data)."""
+    digest = hashlib.sha256()
+    for inputs in case.inputs:
+        for x in (*inputs["params"].values(), *inputs["x"]):
+            digest.update(x.numpy().tobytes())
+    key = (digest.hexdigest(), param, reduce)
+    if key not in _EMULATED:
+        if len(_EMULATED) >= 32:
+            _EMULATED.clear()
+        _EMULATED[key] = DRIVER.emulate(case.inputs, param_dtype=param, reduce_dtype=reduce)
+    return _EMULATED[key]
 
 
 def _bfloat16_values(grads: Any) -> bool:
@@ -121,9 +153,8 @@ def _diagnosis(g: Any, case: Case, rank: int, key: str) -> str:
             " Every averaged gradient is a bfloat16 number: the ranks' gradients were reduced in bfloat16."
             " Set reduce_dtype=torch.float32 (without it, FSDP reduces in param_dtype)."
         )
-    seed = int(case.inputs[rank]["seed"])
     for (param, reduce), what in WRONG.items():
-        if _matches(tree, _emulated(seed, g.world_size, param, reduce)[key], (1e-5, 1e-7)):
+        if _matches(tree, _emulated(case, param, reduce)[key], (1e-5, 1e-7)):
             return f" These are the numbers of {what}."
     compute = _compute_dtype(g, rank)
     if compute in ("torch.float16", "torch.float32"):
@@ -131,7 +162,7 @@ def _diagnosis(g: Any, case: Case, rank: int, key: str) -> str:
             f" The Linear layers computed in {compute.removeprefix('torch.')} (see the forward check):"
             " the policy asks for param_dtype=torch.bfloat16."
         )
-    fp32 = _emulated(seed, g.world_size, None, torch.float32)
+    fp32 = _emulated(case, None, torch.float32)
     dist = max(float((fp32[key][n] - case.expected[rank][key][n]).abs().max()) for n in fp32[key])
     return (
         " Mixed precision changes the numbers on purpose: the target is bfloat16 forward and backward,"
@@ -172,6 +203,12 @@ def _forward_hint(g: Any, i: int, case: Case, rank: int) -> str:
     dtypes = got.get("dtypes") if isinstance(got, dict) else None
     if not isinstance(dtypes, dict):
         return ""
+    loss = got.get("loss")
+    if isinstance(loss, torch.Tensor) and loss.numel() == 1 and bool(loss.isnan()):
+        return (
+            " The loss is NaN: each rank is given only its own rows of every parameter (the others are NaN"
+            " until FSDP gathers them), so the model must run sharded: fully_shard every block, then the root."
+        )
     compute = dtypes.get("compute_dtype")
     if compute == "torch.float32":
         return (
@@ -242,6 +279,11 @@ def communication(facts: Facts) -> Outcome:
                     f"world size {n}: rank {r} sent only {s:,} bytes in one step, {s / theory:.3g} of what"
                     f" {parts}. {_likely(s, case.inputs[0], n)}"
                 )
+            elif not _step_right(g, i):
+                problems.append(
+                    f"world size {n}: the bytes look right, but the first step's loss or gradients are wrong (see"
+                    " those checks), and bytes count only for a step whose values are right"
+                )
             else:
                 good += 1
     if not total:
@@ -251,6 +293,14 @@ def communication(facts: Facts) -> Outcome:
         return Outcome(False, message, data, fraction=good / total)
     return Outcome(
         True, "each rank gathered bfloat16 parameters and reduced float32 gradients: the expected bytes", data
+    )
+
+
+def _step_right(g: Any, i: int) -> bool:
+    """The measured step's loss (case ``i``) and its gradients (the group's finishing case) are right on every rank."""
+    finish = [k for k, c in enumerate(g.cases) if c.judges("gradients")]
+    return training.values_right(g, i, ("forward",)) and all(
+        training.values_right(g, k, ("gradients",)) for k in finish
     )
 
 
@@ -277,7 +327,7 @@ def expected_bytes(inputs: dict[str, Any], world_size: int, *, blocks_are_units:
     The root unit (embed, norm, head) is gathered once; each block again for its backward. gloo's
     reduce-scatter sends as much as an all-reduce: 2(N-1)/N of the gradients.
     """
-    model = DRIVER.build_model(0, inputs["dims"])
+    model = DRIVER.Net(inputs["dims"]["width"], inputs["dims"]["blocks"])
     elements = {name: p.numel() for name, p in model.named_parameters()}
     blocks = sum(v for k, v in elements.items() if k.startswith("blocks."))
     root = sum(elements.values()) - blocks

@@ -1,13 +1,18 @@
 """Public driver for fsdp-mixed-precision: what every rank runs around your ``wrap(model)``.
 
-Not secret: read it to see exactly what the grader does. Each rank builds the same float32
-model from the seed it is given (``build_model``), calls your ``wrap(model)`` and then:
+Not secret: read it to see exactly what the grader does. Each rank builds the float32 model
+from its own rows of every parameter (``inputs["params"]``: the rows FSDP keeps on this rank,
+drawn by the grader for this rank alone; the other rows are NaN here, as no rank holds another's),
+calls your ``wrap(model)`` (whose ``fully_shard`` keeps exactly this rank's rows and gathers the
+others' when a unit runs) and then:
 
 - ``step`` (the bytes on the wire are counted): one training step on this rank's shard of the
-  global batch: forward, the mean squared error computed in float32 (``out.float()``),
+  global batch (``inputs["x"][step]``, ``inputs["y"][step]``: tensors the grader drew for this
+  rank alone; no rank is given, or can draw, another rank's shard): forward, the mean squared
+  error computed in float32 (``out.float()``),
   backward, and ``torch.optim.AdamW`` (float32) on this rank's shards of the parameters.
-  Returns the loss, the dtype the Linear layers computed in, the dtype of the output and of the
-  sharded parameters and gradients.
+  Returns the loss and, for the result page only (never scored), the dtype the Linear layers
+  computed in and the dtypes of the output and of the sharded parameters and gradients.
 - ``finish``: the remaining steps, then the first step's gradients and the final parameters,
   gathered in full.
 """
@@ -50,32 +55,30 @@ class Net(nn.Module):
         return self.head(self.norm(x))
 
 
-def build_model(seed: int, dims: dict[str, int], dtype: torch.dtype = torch.float32) -> Net:
-    """The ``Net`` with every parameter drawn from ``seed`` in float32 (the same on every rank), in ``dtype``."""
-    gen = torch.Generator().manual_seed(seed)
+def rows(size: int, world_size: int, rank: int) -> slice:
+    """The rows of a dimension of ``size`` that FSDP keeps on rank ``rank``: ``torch.chunk``'s split."""
+    step = -(-size // world_size)
+    return slice(min(rank * step, size), min((rank + 1) * step, size))
+
+
+def build_model(dims: dict[str, int], mine: dict[str, torch.Tensor], world_size: int, rank: int) -> Net:
+    """The float32 ``Net`` holding this rank's rows of every parameter (``mine``) and NaN everywhere else."""
     model = Net(dims["width"], dims["blocks"])
-    bound = dims["width"] ** -0.5
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.startswith("norm."):
-                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
-            else:
-                p.copy_((torch.rand(p.shape, generator=gen) * 2 - 1) * bound)
+            p.fill_(float("nan"))
+            p[rows(p.shape[0], world_size, rank)] = mine[name]
+    return model
+
+
+def assemble(per_rank: list[dict[str, Any]], dtype: torch.dtype = torch.float32) -> Net:
+    """The whole ``Net``, every rank's rows put together, in ``dtype`` (the reference's, outside the sandbox)."""
+    inputs = per_rank[0]
+    model = Net(inputs["dims"]["width"], inputs["dims"]["blocks"])
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(torch.cat([i["params"][name] for i in per_rank]))
     return model.to(dtype)
-
-
-def make_batch(seed: int, dims: dict[str, int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The float32 global batch ``(x, y)`` drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, dims["width"], generator=gen)
-    y = torch.randn(batch, dims["width"], generator=gen)
-    return x, y
-
-
-def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s equal, contiguous slice of the global batch."""
-    per = t.shape[0] // world_size
-    return t[rank * per : (rank + 1) * per]
 
 
 def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -142,7 +145,7 @@ class _Run:
     """One rank's training, kept from ``step`` to ``finish``."""
 
     def __init__(self, submission: Any, inputs: dict[str, Any]) -> None:
-        model = build_model(int(inputs["seed"]), inputs["dims"])
+        model = build_model(inputs["dims"], inputs["params"], dist.get_world_size(), dist.get_rank())
         out = submission.wrap(model)
         self.model: nn.Module = model if out is None else out
         self.inputs = inputs
@@ -155,19 +158,18 @@ class _Run:
         self.steps = 0
 
     def step(self) -> dict[str, Any]:
-        rank, world_size = dist.get_rank(), dist.get_world_size()
         seen: dict[str, str] = {}
 
         def record(module: nn.Module, args: Any, output: Any) -> None:
             seen.setdefault("compute_dtype", str(output.dtype))
 
         hook = self.model.get_submodule("blocks.0.up").register_forward_hook(record)
-        x, y = make_batch(int(self.inputs["seed"]) + 1 + self.steps, self.inputs["dims"], int(self.inputs["batch"]))
+        x, y = self.inputs["x"][self.steps], self.inputs["y"][self.steps]  # this rank's shard of the batch
         for _, p in self.named:
             p.grad = None
-        out = self.model(shard(x, rank, world_size))
+        out = self.model(x)
         hook.remove()
-        loss = loss_fn(out, shard(y, rank, world_size))
+        loss = loss_fn(out, y)
         loss.backward()
         info = {"output_dtype": str(out.dtype), **seen}
         for (name, p), piece in zip(self.named, self.shards, strict=True):
@@ -188,7 +190,7 @@ _RUNS: dict[str, _Run] = {}
 
 
 def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Wrap, then one training step; its bytes are counted. The loss and the dtypes seen."""
+    """Wrap, then one training step; its bytes are counted. The loss, and the dtypes seen (shown only)."""
     _RUNS.pop(str(inputs["key"]), None)
     run = _Run(submission, inputs)
     info = run.step()
@@ -213,33 +215,34 @@ def finish(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def emulate(
-    inputs: dict[str, Any],
-    world_size: int,
+    per_rank: list[dict[str, Any]],
     param_dtype: torch.dtype | None = torch.bfloat16,
     reduce_dtype: torch.dtype = torch.float32,
 ) -> dict[str, Any]:
     """Mixed precision by hand on one process: what ``step`` and ``finish`` must return.
 
-    Each step: float32 master weights; for every rank r, a copy in ``param_dtype`` runs the
+    ``per_rank``: every rank's inputs (the grader runs this outside the sandbox, where it has them
+    all). Each step: float32 master weights; for every rank r, a copy in ``param_dtype`` runs the
     forward (input cast to ``param_dtype``) and backward on r's shard; each gradient is cast to
     ``reduce_dtype``, the ranks' gradients are summed in rank order and divided by N, and AdamW
     updates the float32 master weights. ``param_dtype=None``: plain float32 training.
     """
     low = param_dtype or torch.float32
-    master = build_model(int(inputs["seed"]), inputs["dims"])
+    inputs, world_size = per_rank[0], len(per_rank)
+    master = assemble(per_rank)
     params = list(master.parameters())
     optimizer = build_optimizer(params, inputs)
     grads: dict[str, torch.Tensor] = {}
     losses: list[list[torch.Tensor]] = [[] for _ in range(world_size)]
     for step_ in range(int(inputs["steps"])):
-        x, y = make_batch(int(inputs["seed"]) + 1 + step_, inputs["dims"], int(inputs["batch"]))
         total: list[torch.Tensor] = []
         for r in range(world_size):
-            copy = build_model(int(inputs["seed"]), inputs["dims"], low)
+            x, y = per_rank[r]["x"][step_], per_rank[r]["y"][step_]
+            copy = assemble(per_rank, low)
             with torch.no_grad():
                 for c, p in zip(copy.parameters(), params, strict=True):
                     c.copy_(p.to(low))
-            loss = loss_fn(copy(shard(x, r, world_size).to(low)), shard(y, r, world_size))
+            loss = loss_fn(copy(x.to(low)), y)
             loss.backward()
             losses[r].append(loss.detach())
             mine = [c.grad.to(reduce_dtype) for c in copy.parameters()]

@@ -1,9 +1,11 @@
 """Public driver for grad-accumulation: the training loop every rank runs around your code.
 
 Not secret: read it to see exactly what the grader does. Each rank builds the same
-model and the same ``torch.optim.SGD`` (momentum) from the seed it is given, takes its
-equal shard of each step's global batch, cuts that shard into K equal micro-batches and
-calls your ``accumulate_and_sync(model, micro_batches, loss_fn)`` once per optimizer step.
+model and the same ``torch.optim.SGD`` (momentum) from the seed it is given, is given its
+own equal shard of each step's global batch (``inputs["x"][step]``, ``inputs["y"][step]``:
+tensors the grader drew; no rank is given, or can draw, another rank's shard), cuts that
+shard into K equal micro-batches and calls your ``accumulate_and_sync(model, micro_batches,
+loss_fn)`` once per optimizer step.
 It never clears ``.grad`` itself: after your call it checks that every parameter has a
 gradient and calls ``optimizer.step()``. What it returns is compared, outside your code,
 with single-process training on the whole global batch (no accumulation at all).
@@ -15,7 +17,6 @@ import itertools
 from typing import Any
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 
@@ -45,23 +46,9 @@ def build_optimizer(model: torch.nn.Module, inputs: dict[str, Any]) -> torch.opt
     )
 
 
-def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The global batch ``(x, y)`` of one step, drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
-    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
-    return x, y
-
-
 def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean squared error, averaged over every element of this (micro-)batch."""
     return F.mse_loss(output, target)
-
-
-def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s equal, contiguous slice of the global batch."""
-    per = t.shape[0] // world_size
-    return t[rank * per : (rank + 1) * per]
 
 
 def micro_batches(x: torch.Tensor, y: torch.Tensor, k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -83,14 +70,12 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     ``grads``: every parameter's ``.grad`` after ``accumulate_and_sync`` in the first step.
     ``params``: every parameter after ``inputs["steps"]`` optimizer steps.
     """
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    dims, batch, k = list(inputs["dims"]), int(inputs["batch"]), int(inputs["micro_batches"])
-    model = build_model(int(inputs["seed"]), dims)
+    model = build_model(int(inputs["seed"]), list(inputs["dims"]))
     optimizer = build_optimizer(model, inputs)
     first: dict[str, torch.Tensor] = {}
     for step in range(int(inputs["steps"])):
-        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
-        mine = micro_batches(shard(x, rank, world_size), shard(y, rank, world_size), k)
+        # This rank's shard of the step's global batch, cut into K micro-batches.
+        mine = micro_batches(inputs["x"][step], inputs["y"][step], int(inputs["micro_batches"]))
         submission.accumulate_and_sync(model, mine, loss_fn)
         if step == 0:
             first = _gradients(model)
@@ -105,14 +90,22 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     return {"grads": first, "params": params}
 
 
-def reference(inputs: dict[str, Any]) -> dict[str, Any]:
-    """The same training on one process, one backward of the mean loss over the whole global batch."""
-    dims, batch = list(inputs["dims"]), int(inputs["batch"])
-    model = build_model(int(inputs["seed"]), dims)
+def whole_batch(per_rank: list[dict[str, Any]], step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step ``step``'s global batch: every rank's shard of it, in rank order."""
+    return torch.cat([i["x"][step] for i in per_rank]), torch.cat([i["y"][step] for i in per_rank])
+
+
+def reference(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same training on one process, one backward of the mean loss over the whole global batch.
+
+    ``per_rank``: every rank's inputs; the grader runs this outside the sandbox, where it has them all.
+    """
+    inputs = per_rank[0]
+    model = build_model(int(inputs["seed"]), list(inputs["dims"]))
     optimizer = build_optimizer(model, inputs)
     first: dict[str, torch.Tensor] = {}
     for step in range(int(inputs["steps"])):
-        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
+        x, y = whole_batch(per_rank, step)
         optimizer.zero_grad(set_to_none=True)
         loss_fn(model(x), y).backward()
         if step == 0:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from labs import training
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
 from labs.public import load_public
 
 DIMS = [16, 32, 32, 4]  # six parameter tensors, shared out round-robin: every rank owns one or more
@@ -88,6 +88,12 @@ def _schedule(gen: torch.Generator, world_size: int, settings: dict[str, Any]) -
     return plan
 
 
+def own_injections(plan: dict[str, list[dict[str, Any]]], rank: int) -> dict[str, list[dict[str, Any]]]:
+    """The overflows of ``plan`` that rank ``rank`` injects: all it is told (never another rank's)."""
+    mine = {s: [i for i in items if i["rank"] == rank] for s, items in plan.items()}
+    return {s: items for s, items in mine.items() if items}
+
+
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     driver = load_public(__file__, "driver")
     seed = _draw(gen, 2**31 - 1)
@@ -97,17 +103,9 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
         "backoff_factor": (0.5, 0.25)[_draw(gen, 2)],
         "growth_interval": 2 + _draw(gen, 2),
     }
-    inputs = {
-        "seed": seed,
-        "dims": DIMS,
-        "batch": BATCH,
-        "steps": STEPS,
-        "lr": LR,
-        "momentum": MOMENTUM,
-        **settings,
-        "injections": _schedule(gen, world_size, settings),
-    }
-    ref = driver.reference(inputs)
+    common = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, "lr": LR, "momentum": MOMENTUM, **settings}
+    plan = _schedule(gen, world_size, settings)
+    ref = driver.reference({**common, "injections": plan})
     names = list(ref["params"])
     expected = []
     for r in range(world_size):
@@ -116,7 +114,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     said = ", ".join(f"{k}={v:g}" for k, v in settings.items())
     where = "; ".join(
         f"step {s}: " + ", ".join(f"{i['kind']} on rank {i['rank']}" for i in items)
-        for s, items in sorted(inputs["injections"].items(), key=lambda kv: int(kv[0]))
+        for s, items in sorted(plan.items(), key=lambda kv: int(kv[0]))
     )
     return [
         Case(
@@ -124,22 +122,33 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
             fn="DistributedLossScaler",
             driver="train",
             label=f"{STEPS} steps, {said}; overflows at {where}",
-            inputs=[dict(inputs) for _ in range(world_size)],
+            # Each rank is told only about its own overflows: the others' it must learn from them.
+            inputs=[{**common, "injections": own_injections(plan, r)} for r in range(world_size)],
             expected=expected,
             measure=True,  # not judged: the result page draws who sent what to whom
-            parts={"scales": ["scales"], "skipped": ["skipped"], "gradients": ["grads"], "parameters": ["params"]},
+            parts={"scales": ["scales"], "gradients": ["grads"], "parameters": ["params"]},
             tolerance={"scales": (0.0, 0.0), "grads": TOLERANCE, "params": TOLERANCE},
         )
     ]
 
 
+def plan_of(case: Case) -> dict[str, list[dict[str, Any]]]:
+    """Every rank's overflows together (trusted side: each rank's inputs hold only its own)."""
+    plan: dict[str, list[dict[str, Any]]] = {}
+    for inputs in case.inputs:
+        for s, items in inputs["injections"].items():
+            plan.setdefault(s, []).extend(items)
+    return plan
+
+
 def _overflow(case: Case) -> list[bool]:
-    return [str(s) in case.inputs[0]["injections"] for s in range(STEPS)]
+    plan = plan_of(case)
+    return [str(s) in plan for s in range(STEPS)]
 
 
 def _inf_only(case: Case) -> list[bool]:
     """The overflow steps a check that looks for inf alone (not nan) would see."""
-    items = case.inputs[0]["injections"]
+    items = plan_of(case)
     return [any(x["kind"] == "inf" for x in items.get(str(s), [])) for s in range(STEPS)]
 
 
@@ -160,7 +169,7 @@ def _scales_hint(g: Any, i: int, case: Case, rank: int) -> str:
     mine = [float(v) for v in got["scales"]]
     overflow = _overflow(case)
     args = _settings(case)
-    injected = {int(s) for s, items in case.inputs[0]["injections"].items() if any(x["rank"] == rank for x in items)}
+    injected = {int(s) for s in case.inputs[rank]["injections"]}
     local = [s in injected for s in range(STEPS)]
     if local != overflow and mine == simulate(local, *args):
         return (
@@ -192,11 +201,37 @@ def scales(facts: Facts) -> Outcome:
     return training.judge(facts, "scales", _scales_hint, success="torch.amp.GradScaler's scale after every step")
 
 
-def _skipped_hint(g: Any, i: int, case: Case, rank: int) -> str:
+def skipped_by(g: Any, i: int, rank: int) -> list[bool | None] | None:
+    """Per step, whether rank ``rank`` skipped it, read from its recorded tensors; None if unreadable.
+
+    A step that called ``optimizer.step()`` moved the rank's tensors; a skipped one left them
+    exactly as they were (None for a step whose tensors hold inf or nan: it cannot be told). Read
+    from results, outside the rank: nothing the rank says about itself.
+    """
+    driver = load_public(__file__, "driver")
     got = result(g, i, rank)
-    if not isinstance(got, dict) or not isinstance(got.get("skipped"), torch.Tensor):
+    history = got.get("history") if isinstance(got, dict) else None
+    inputs = g.cases[i].inputs[rank]
+    names = list(driver.init_params(0, list(inputs["dims"])))
+    own = [n for j, n in enumerate(names) if driver.owner(j, g.world_size) == rank]
+    if not isinstance(history, list) or len(history) != STEPS:
+        return None
+    for step in history:
+        if not isinstance(step, dict) or set(step) != set(own):
+            return None
+        if not all(isinstance(step[n], torch.Tensor) and step[n].dtype == torch.float64 for n in own):
+            return None
+    initial = driver.init_params(int(inputs["seed"]), list(inputs["dims"]))
+    if any(history[0][n].shape != initial[n].shape for n in own):
+        return None
+    return driver.skipped_steps({n: initial[n] for n in own}, history)
+
+
+def _skipped_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    read = skipped_by(g, i, rank)
+    if read is None:
         return ""
-    mine = [bool(v) for v in got["skipped"]]
+    mine = [bool(m) for m in read]  # a step that cannot be told (inf or nan in the tensors): not seen skipped
     overflow = _overflow(case)
     if not any(mine):
         return (
@@ -214,7 +249,39 @@ def _skipped_hint(g: Any, i: int, case: Case, rank: int) -> str:
 
 
 def skipped(facts: Facts) -> Outcome:
-    return training.judge(facts, "skipped", _skipped_hint, success="the steps GradScaler skips")
+    """The steps each rank skipped (read from its recorded tensors) are GradScaler's; partial credit per rank."""
+    total = right = 0
+    failures: list[dict[str, Any]] = []
+    first: tuple[Any, int, Case, int] | None = None
+    for g, i, case in training.cases_judging(facts, "scales"):
+        want = [bool(v) for v in case.expected[0]["skipped"]]
+        for r in range(g.world_size):
+            total += 1
+            mine = skipped_by(g, i, r)
+            if mine == want:
+                right += 1
+                continue
+            if mine is None:
+                why = case_failure(g, i, r) or "its record of its own tensors after each step is missing or malformed"
+            else:
+                steps = [s for s in range(STEPS) if mine[s] != want[s]]
+                seen = {True: "skipped", False: "taken", None: "unreadable (inf or nan in its tensors)"}
+                said = ", ".join(f"step {s} {seen[mine[s]]}" for s in steps[:3])
+                why = (
+                    f"{said} (expected skipped at steps {[s for s in range(STEPS) if want[s]]}, read from how"
+                    " this rank's tensors changed)"
+                )
+            failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label, "reason": why})
+            first = first or (g, i, case, r)
+    data: dict[str, Any] = {"rank_cases": total, "passed": right}
+    if not total:
+        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
+    if first is None:
+        return Outcome(True, f"all {total} ranks skipped exactly the steps GradScaler skips", data, fraction=1.0)
+    data["first_failure"] = failures[0]
+    hint = _skipped_hint(*first).strip()
+    message = summarise_failures(failures, total) + "." + (f" {hint}" if hint else "")
+    return Outcome(False, message, data, fraction=right / total)
 
 
 def _gradients_hint(g: Any, i: int, case: Case, rank: int) -> str:
@@ -269,15 +336,16 @@ def ranks_agree(facts: Facts) -> Outcome:
             unfinished.append(str(g.world_size))
             continue
         trees = [result(g, i, r) for r in range(g.world_size)]
+        skips = [skipped_by(g, i, r) for r in range(g.world_size)]
         base = trees[0]
         why = ""
         for r, tree in enumerate(trees[1:], start=1):
-            for key in ("scales", "skipped"):
-                a, b = base.get(key), tree.get(key)
-                if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)):
-                    step = _first_difference(a, b)
-                    why = f"rank {r}'s {key} differ from rank 0's" + (f" from step {step}" if step is not None else "")
-                    break
+            a, b = base.get("scales"), tree.get("scales")
+            if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)):
+                step = _first_difference(a, b)
+                why = f"rank {r}'s scales differ from rank 0's" + (f" from step {step}" if step is not None else "")
+            elif (step := _skips_differ(skips[0], skips[r])) is not None:
+                why = f"rank {r} skipped other steps than rank 0" + (f" (step {step})" if step >= 0 else "")
             if why:
                 break
         if not why:
@@ -300,6 +368,16 @@ def ranks_agree(facts: Facts) -> Outcome:
     if message:
         return Outcome(False, message, fraction=good / total)
     return Outcome(True, "every rank had the same scales, skipped the same steps and ended with the same parameters")
+
+
+def _skips_differ(a: list[bool | None] | None, b: list[bool | None] | None) -> int | None:
+    """The first step two ranks' skips differ at (-1: one record unreadable), or None if they agree.
+
+    Steps whose tensors hold inf or nan on either rank are left out: there, nothing tells.
+    """
+    if a is None or b is None:
+        return -1
+    return next((s for s, (x, y) in enumerate(zip(a, b, strict=True)) if None not in (x, y) and x != y), None)
 
 
 def _params_difference(trees: list[dict[str, Any]]) -> str | None:

@@ -4,16 +4,21 @@ Not secret: read it to see exactly what the grader does. The model's parameter t
 sharded across the ranks (tensor ``j`` belongs to rank ``j % world_size``, as in ZeRO or
 pipeline parallelism): every rank runs the same forward and backward on the same batch, but
 holds gradients, and an optimizer, only for the tensors it owns. So an overflow in one rank's
-gradients is seen by that rank alone, unless your scaler tells the others.
+gradients is seen by that rank alone, unless your scaler tells the others: each rank is told
+only about its own overflows (``inputs["injections"]``), never about another rank's.
 
 Each step:
 
     loss = mse(model(x), y)
     scaler.scale(loss).backward()
-    (the grader writes inf or nan into some rank's gradients at the steps it chose)
+    (the grader writes inf or nan into this rank's gradients at the steps it chose for this rank)
     scaler.step(optimizer)      # unscale, check, agree, then optimizer.step() or skip it
     scaler.update()             # the new scale, by GradScaler's rule
+    record the scale and a copy of this rank's own tensors
     every owner sends its (maybe updated) tensors to the others (one all-gather)
+
+Whether a step was skipped is read outside your code from the recorded tensors: a step that
+called ``optimizer.step()`` moved them, a skipped one left them exactly as they were.
 """
 
 from __future__ import annotations
@@ -78,7 +83,7 @@ def inject(grads: dict[str, torch.Tensor | None], injections: list[dict[str, Any
 
 
 class _CountingStep:
-    """Wraps ``optimizer.step`` to count the calls: a step that was not called was skipped."""
+    """Wraps ``optimizer.step`` to count the calls, in the reference: a step that was not called was skipped."""
 
     def __init__(self, step: Any) -> None:
         self.step, self.calls = step, 0
@@ -115,7 +120,8 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Sharded training with the student's ``DistributedLossScaler``; returns what the judge compares.
 
     ``scales``: ``scaler.get_scale()`` after each step's ``update()``.
-    ``skipped``: per step, whether ``optimizer.step()`` was not called.
+    ``history``: per step, this rank's own tensors after that step (the judge reads the skipped
+    steps from them: a skipped step leaves them unchanged).
     ``grads``: this rank's own gradients after ``scaler.step`` in the first step (unscaled by then).
     ``params``: every parameter after the last step (each rank's copy).
     """
@@ -127,22 +133,18 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     for n in mine:
         params[n].requires_grad_(True)
     optimizer = make_optimizer([params[n] for n in mine], inputs)
-    counter = _CountingStep(optimizer.step)
-    optimizer.step = counter  # type: ignore[method-assign]
     scaler = submission.DistributedLossScaler(**scaler_args(inputs))
-    injections: dict[str, list[dict[str, Any]]] = inputs["injections"]
+    injections: dict[str, list[dict[str, Any]]] = inputs["injections"]  # this rank's own overflows only
     scales: list[float] = []
-    skipped: list[bool] = []
+    history: list[dict[str, torch.Tensor]] = []
     first: dict[str, torch.Tensor] = {}
     for step in range(int(inputs["steps"])):
         for n in mine:
             params[n].grad = None
         x, y = make_batch(seed + 1 + step, dims, int(inputs["batch"]))
         scaler.scale(loss_fn(params, x, y)).backward()
-        inject({n: params[n].grad for n in mine}, [i for i in injections.get(str(step), []) if i["rank"] == rank])
-        before = counter.calls
+        inject({n: params[n].grad for n in mine}, injections.get(str(step), []))
         scaler.step(optimizer)
-        skipped.append(counter.calls == before)
         if step == 0:
             first = {
                 n: params[n].grad.detach().clone()
@@ -152,21 +154,39 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
             }
         scaler.update()
         scales.append(float(scaler.get_scale()))
+        history.append({n: params[n].detach().clone() for n in mine})
         share(params, names, rank, world_size)
     return {
         "scales": torch.tensor(scales, dtype=torch.float64),
-        "skipped": torch.tensor(skipped, dtype=torch.bool),
+        "history": history,
         "grads": first,
         "params": {n: p.detach().clone() for n, p in params.items()},
     }
 
 
+def skipped_steps(initial: dict[str, torch.Tensor], history: list[dict[str, torch.Tensor]]) -> list[bool | None]:
+    """Per step, whether it left the tensors exactly as the step before had (``initial`` before the first).
+
+    How the judge tells a skipped step from a taken one: ``optimizer.step()`` moves every tensor
+    whose gradient (or momentum) is not zero. None where the tensors before or after the step
+    hold inf or nan: then nothing tells a step taken from one skipped.
+    """
+    out: list[bool | None] = []
+    before = initial
+    for after in history:
+        finite = all(bool(torch.isfinite(t).all()) for t in (*before.values(), *after.values()))
+        out.append(all(torch.equal(after[n], before[n]) for n in before) if finite else None)
+        before = after
+    return out
+
+
 def reference(inputs: dict[str, Any]) -> dict[str, Any]:
     """The same training on one process with ``torch.amp.GradScaler("cpu")``, every rank's injections at once.
 
-    The whole model is one optimizer's; the gradients each rank would inject into are injected
-    here, so GradScaler sees an overflow exactly when some rank would. Returns the scales, the
-    skipped steps, the first step's unscaled gradients and the final parameters.
+    ``inputs["injections"]`` holds every rank's (the grader runs this outside the sandbox). The whole
+    model is one optimizer's; the gradients each rank would inject into are injected here, so
+    GradScaler sees an overflow exactly when some rank would. Returns the scales, the skipped steps,
+    the first step's unscaled gradients and the final parameters.
     """
     dims, seed = list(inputs["dims"]), int(inputs["seed"])
     params = init_params(seed, dims)

@@ -1,11 +1,13 @@
 """Trusted checks for pipeline-gpipe: per-submission inputs, the unsplit reference, the rules.
 
-Never mounted into the sandbox. The reference is ``driver.reference`` (the whole model on one
-process, each micro-batch's loss and one backward of their mean), run here on this lab's own copy
-of the public driver. Wire bytes come from the kernel. The schedule (each stage's record of its
-forwards and backwards, kept by the driver's stage) comes from inside the ranks, like every in-rank
-signal: the bubble check replays it with ideal times, which makes it exact and free of the grading
-machine's load. The wall-clock timings come from inside the ranks too, and are shown, never judged.
+Never mounted into the sandbox. Each stage's parameters are drawn here from that rank's own
+generator and given to that rank only, the batch to rank 0 only and the targets to the last rank
+only. The reference is ``driver.reference`` (the whole model on one process, each micro-batch's
+loss and one backward of their mean), run here on this lab's own copy of the public driver. Wire
+bytes come from the kernel. The schedule (each stage's record of its forwards and backwards, kept
+by the driver's stage) comes from inside the ranks, where the student's code can rewrite it: the
+bubble check replays it with ideal times and shows the result, as feedback with no points. The
+wall-clock timings come from inside the ranks too, and are shown, never judged.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import torch
 
 from labs import training
-from labs.judge import Case, Facts, Outcome, result
+from labs.judge import Case, Facts, Outcome, case_failure, result
 from labs.public import load_public, load_trusted
 from labs.trees import compare
 
@@ -46,16 +48,36 @@ def dims(world_size: int, width: int) -> list[int]:
     return [IN_FEATURES, *([width] * (layers - 1)), OUT_FEATURES]
 
 
+def stages(settings: dict[str, Any], world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
+    """Every rank's inputs: its own stage's parameters, the batch on rank 0 and the targets on the last rank.
+
+    Each from that rank's own generator (uniform weights and biases in +-1/sqrt(fan_in), as
+    torch.nn.Linear draws them): no rank is given, or can draw, another stage's parameters or the
+    data it does not hold, so the losses and gradients exist only once the stages have communicated.
+    """
+    driver = load_public(__file__, "driver")
+    own = training.secret_generators(gen, world_size)
+    dims_, f64 = list(settings["dims"]), torch.float64
+    out = []
+    for r in range(world_size):
+        params: dict[str, torch.Tensor] = {}
+        for name, shape in driver.modules(dims_)[driver.stage_slice(dims_, r, world_size)]:
+            if shape is not None:
+                fan_in, fan_out = shape
+                bound = fan_in**-0.5
+                params[f"{name}.weight"] = (torch.rand(fan_out, fan_in, generator=own[r], dtype=f64) * 2 - 1) * bound
+                params[f"{name}.bias"] = (torch.rand(fan_out, generator=own[r], dtype=f64) * 2 - 1) * bound
+        batch = int(settings["batch"])
+        x = torch.randn(batch, dims_[0], generator=own[r], dtype=f64) if r == 0 else None
+        y = torch.randn(batch, dims_[-1], generator=own[r], dtype=f64) if r == world_size - 1 else None
+        out.append({**settings, "params": params, "x": x, "y": y})
+    return out
+
+
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     driver = load_public(__file__, "driver")
-    measured = {
-        "seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
-        "dims": dims(world_size, WIDTH),
-        "batch": BATCH,
-        "micro_batches": [MEASURED_M],
-    }
+    measured = {"dims": dims(world_size, WIDTH), "batch": BATCH, "micro_batches": [MEASURED_M]}
     timed = {
-        "seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
         "dims": dims(world_size, TIMED_WIDTH),
         "batch": TIMED_BATCH,
         "micro_batches": TIMED_M,
@@ -67,23 +89,24 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     if world_size in TIMED_SIZES:
         runs.append((timed, f"timed runs, M = {', '.join(map(str, TIMED_M))}", False))
     out = []
-    for inputs, label, measure in runs:
+    for settings, label, measure in runs:
+        inputs = stages(settings, world_size, gen)
         ref = driver.reference(inputs)
         expected = []
         for r in range(world_size):
-            names = [n.removeprefix("layers.") for n, _ in driver.build_stage(inputs, r, world_size).named_parameters()]
+            names = list(inputs[r]["params"])
             tree: dict[str, Any] = {"grads": {key: {n: g[n] for n in names} for key, g in ref["grads"].items()}}
             if r == world_size - 1:
                 tree["losses"] = ref["losses"]
             expected.append(tree)
-        layers = len(inputs["dims"]) - 1
+        layers = len(settings["dims"]) - 1
         out.append(
             Case(
                 check="gradients",
                 fn="gpipe_step",
                 driver="step",
                 label=f"{layers} layers on {world_size} stages, {label}",
-                inputs=[dict(inputs) for _ in range(world_size)],
+                inputs=inputs,
                 expected=expected,
                 inplace=False,
                 measure=measure,
@@ -161,12 +184,12 @@ def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
     return a is not None and b is not None and a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-12)
 
 
-def _one_micro_batch(inputs: dict[str, Any], m: int, j: int) -> dict[str, torch.Tensor]:
+def _one_micro_batch(per_rank: list[dict[str, Any]], m: int, j: int) -> dict[str, torch.Tensor]:
     """The unsplit model's gradients of micro-batch ``j``'s loss alone, divided by M."""
     driver = load_public(__file__, "driver")
-    dims_, batch = list(inputs["dims"]), int(inputs["batch"])
-    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims_, batch)
-    model = driver.build_model(int(inputs["seed"]), dims_)
+    params = {k: v for i in per_rank for k, v in i["params"].items()}
+    model = driver.assemble(list(per_rank[0]["dims"]), params)
+    x, y = per_rank[0]["x"], per_rank[-1]["y"]
     (driver.loss_fn(model(x.chunk(m)[j]), y.chunk(m)[j]) / m).backward()
     return {name: p.grad for name, p in model.named_parameters()}
 
@@ -194,7 +217,7 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
                 " micro-batch losses, so backpropagate loss_fn(output, target) / M for each micro-batch."
             )
         for j, which in ((m - 1, "last"), (0, "first")):
-            one = _flat(_one_micro_batch(case.inputs[rank], m, j), names)
+            one = _flat(_one_micro_batch(case.inputs, m, j), names)
             if m > 1 and one is not None and (_same(mine, one) or _same(mine, m * one)):
                 return (
                     f" The gradients are those of the {which} micro-batch only{where}: do not clear .grad between"
@@ -234,6 +257,10 @@ def gradients(facts: Facts) -> Outcome:
 
 # ---------------------------------------------------------------------------------------------
 # bubble: the schedule each stage recorded, replayed with ideal times; the wall clock shown beside it.
+# Feedback only (no points in lab.yaml): the record is kept inside the ranks, where the student's code
+# can rewrite it, and no count the grader takes outside the ranks tells the order of the messages.
+
+FEEDBACK = " (Feedback, no points: the schedule is recorded inside your processes.)"
 
 
 def bubble(facts: Facts) -> Outcome:
@@ -295,11 +322,13 @@ def bubble(facts: Facts) -> Outcome:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if problems:
         more = f" ({len(problems) - 1} more run{'s' if len(problems) > 2 else ''} like it)" if len(problems) > 1 else ""
-        return Outcome(False, f"{good} of {total} runs right. {problems[0]}.{more}", data, fraction=good / total)
+        message = f"{good} of {total} runs right. {problems[0]}.{more}{FEEDBACK}"
+        return Outcome(False, message, data, fraction=good / total)
     return Outcome(
         True,
         f"every stage ran GPipe's schedule in all {total} runs: its bubble is (N-1)/(M+N-1); the chart shows it"
-        " beside the bubble measured on the wall clock (not judged: it includes the grading machine's delays)",
+        " beside the bubble measured on the wall clock (not judged: it includes the grading machine's delays)."
+        + FEEDBACK,
         data,
     )
 
@@ -366,9 +395,15 @@ def communication(facts: Facts) -> Outcome:
         sent = [[int(wire["sent"].get(str(r), {}).get(str(p), 0)) for p in range(n)] for r in range(n)]
         found = wire_verdict(n, activation_bytes, sent)
         data[f"world_size_{n}"] = {"activation_bytes": activation_bytes, "sent": sent}
+        last = n - 1
         if found:
             more = f" ({len(found) - 1} more link(s) wrong)" if len(found) > 1 else ""
             problems.append(f"{g.name}: {found[0]}{more}")
+        elif not training.values_right(g, i, ("gradients",)) or case_failure(g, i, last, part="losses"):
+            problems.append(
+                f"{g.name}: the bytes look right, but the losses or gradients are wrong (see those checks), and"
+                " bytes count only for a run whose values are right"
+            )
         else:
             good += 1
     if not total:
@@ -376,13 +411,9 @@ def communication(facts: Facts) -> Outcome:
     if problems:
         message = "; ".join(problems) + "."
         return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
-    note = ""
-    if not gradients(facts).passed or not losses(facts).passed:
-        note = " (the bytes are right, although the values are not: see the other checks)"
     return Outcome(
         True,
-        "each stage sent its activations to the next stage and their gradients to the previous one, nothing"
-        f" else{note}",
+        "each stage sent its activations to the next stage and their gradients to the previous one, nothing else",
         data,
     )
 

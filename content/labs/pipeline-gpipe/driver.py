@@ -1,14 +1,18 @@
 """Public driver for pipeline-gpipe: what every rank (one pipeline stage) runs around your code.
 
-Not secret: read it to see exactly what the grader does. Every rank builds the same float64 MLP
-``Linear, Tanh, Linear, Tanh, ..., Linear`` from the seed it is given and keeps only its own
-stage: rank r of N holds linear layers ``[r L/N, (r + 1) L/N)`` (each with the Tanh after it,
-except the model's last layer). Rank 0 gets the batch, the last rank the targets, and every rank
-calls your ``gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape, loss_fn)``
-once per run. What it returns is compared, outside your code, with the unsplit model on one process.
+Not secret: read it to see exactly what the grader does. The model is a float64 MLP
+``Linear, Tanh, Linear, Tanh, ..., Linear``; rank r of N holds linear layers
+``[r L/N, (r + 1) L/N)`` (each with the Tanh after it, except the model's last layer) and is
+given their parameters and no others (``inputs["params"]``, drawn by the grader for this stage
+alone). Rank 0 is given the batch, the last rank the targets, and no other rank either; every
+rank calls your ``gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape,
+loss_fn)`` once per run. So the losses and the gradients can only be right if the activations
+and their gradients crossed the wire between the stages. What it returns is compared, outside
+your code, with the unsplit model on one process.
 
 The stage records what it was asked to do: each forward call and each backward pass through it
-(the rows of the micro-batch), and how long they took. In the timed runs it also *simulates* a
+(the rows of the micro-batch), and how long they took. That record is made inside your process,
+so it is shown (the bubble chart), never scored. In the timed runs the stage also *simulates* a
 GPU's compute time with a sleep proportional to the micro-batch's rows (the backward twice the
 forward), so that N stages overlap (or wait for each other) the way N devices would, even on a
 grading machine with fewer cores than ranks. The sleep changes no value.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import itertools
 import time
 import types
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -26,20 +31,14 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 
-def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
-    """The unsplit float64 MLP ``Linear, Tanh, ..., Linear`` (``len(dims) - 1`` layers) drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    layers: list[torch.nn.Module] = []
+def modules(dims: list[int]) -> list[tuple[str, tuple[int, int] | None]]:
+    """The unsplit model's modules in order, by name: ``(name, (fan_in, fan_out))`` for a Linear, ``None`` a Tanh."""
+    out: list[tuple[str, tuple[int, int] | None]] = []
     for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
-        bound = fan_in**-0.5
-        with torch.no_grad():
-            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-        layers.append(linear)
+        out.append((str(len(out)), (fan_in, fan_out)))
         if i < len(dims) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
+            out.append((str(len(out)), None))
+    return out
 
 
 def stage_slice(dims: list[int], rank: int, world_size: int) -> slice:
@@ -49,12 +48,22 @@ def stage_slice(dims: list[int], rank: int, world_size: int) -> slice:
     return slice(2 * rank * per, end if rank < world_size - 1 else end - 1)
 
 
-def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch ``(x, y)`` of one run, drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
-    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
-    return x, y
+def assemble(dims: list[int], params: dict[str, torch.Tensor], chosen: slice = slice(None)) -> torch.nn.Sequential:
+    """The ``chosen`` modules of the model, keeping the unsplit model's names, with the given ``params``.
+
+    ``params`` maps ``"2.weight"``, ``"2.bias"``, ... to tensors (copied); the whole model when
+    ``chosen`` is everything, one stage's modules with ``stage_slice``.
+    """
+    layers: OrderedDict[str, torch.nn.Module] = OrderedDict()
+    for name, shape in modules(dims)[chosen]:
+        if shape is None:
+            layers[name] = torch.nn.Tanh()
+            continue
+        linear = torch.nn.Linear(*shape, dtype=torch.float64, device="meta")  # no initialisation to throw away
+        linear.weight = torch.nn.Parameter(params[f"{name}.weight"].clone())
+        linear.bias = torch.nn.Parameter(params[f"{name}.bias"].clone())
+        layers[name] = linear
+    return torch.nn.Sequential(layers)
 
 
 def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -113,11 +122,10 @@ class Stage(torch.nn.Module):
 
 
 def build_stage(inputs: dict[str, Any], rank: int, world_size: int) -> Stage:
-    """Rank ``rank``'s stage of the model drawn from ``inputs["seed"]``, with the run's simulated compute time."""
+    """Rank ``rank``'s stage from the parameters it was given, with the run's simulated compute time."""
     dims = list(inputs["dims"])
-    model = build_model(int(inputs["seed"]), dims)
     return Stage(
-        model[stage_slice(dims, rank, world_size)],
+        assemble(dims, inputs["params"], stage_slice(dims, rank, world_size)),
         float(inputs.get("forward_s_per_row", 0.0)),
         float(inputs.get("backward_s_per_row", 0.0)),
     )
@@ -150,11 +158,12 @@ def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     ``"M=2"``, ...): ``losses`` (the last stage's M losses as a float64 tensor; a
     fixed string on the other ranks), ``grads`` (every parameter's ``.grad`` by its name in the
     unsplit model), ``events`` (the stage's forward and backward record) and ``timing`` (start and
-    end of the call on the monotonic clock, and the seconds the stage spent computing).
+    end of the call on the monotonic clock, and the seconds the stage spent computing); the last
+    two are shown, never scored.
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     dims, batch = list(inputs["dims"]), int(inputs["batch"])
-    x, y = make_batch(int(inputs["seed"]) + 1, dims, batch)
+    x, y = inputs.get("x"), inputs.get("y")  # the batch on rank 0 only, the targets on the last rank only
     out: dict[str, Any] = {"losses": {}, "grads": {}, "events": {}, "timing": {}}
     for m in inputs["micro_batches"]:
         m, key = int(m), run(int(m))
@@ -165,8 +174,8 @@ def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         got = submission.gpipe_step(
             stage,
-            x.clone() if rank == 0 else None,
-            y.clone() if rank == world_size - 1 else None,
+            x.clone() if x is not None else None,
+            y.clone() if y is not None else None,
             m,
             shape,
             loss_fn,
@@ -194,13 +203,18 @@ def uses_pipelining(module: Any) -> bool:
     return False
 
 
-def reference(inputs: dict[str, Any]) -> dict[str, list[Any]]:
-    """The unsplit model on one process, per M: each micro-batch's loss and the gradients of their mean."""
-    dims, batch = list(inputs["dims"]), int(inputs["batch"])
-    x, y = make_batch(int(inputs["seed"]) + 1, dims, batch)
+def reference(per_rank: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The unsplit model on one process, per M: each micro-batch's loss and the gradients of their mean.
+
+    ``per_rank``: every rank's inputs (every stage's parameters, rank 0's batch, the last rank's
+    targets); the grader runs this outside the sandbox, where it has them all.
+    """
+    inputs, params = per_rank[0], {k: v for i in per_rank for k, v in i["params"].items()}
+    dims = list(inputs["dims"])
+    x, y = per_rank[0]["x"], per_rank[-1]["y"]
     out: dict[str, dict[str, Any]] = {"losses": {}, "grads": {}}
     for m in inputs["micro_batches"]:
-        model = build_model(int(inputs["seed"]), dims)
+        model = assemble(dims, params)
         losses = [loss_fn(model(xm), ym) for xm, ym in zip(x.chunk(int(m)), y.chunk(int(m)), strict=True)]
         (sum(losses) / int(m)).backward()  # type: ignore[union-attr]
         out["losses"][run(int(m))] = torch.stack([loss.detach() for loss in losses])

@@ -1,8 +1,9 @@
-"""Trusted checks for tensor-parallel: the single-process MLP for each drawn seed and the wire rule.
+"""Trusted checks for tensor-parallel: each rank's weight chunks, the single-process MLP, the wire rule.
 
-Never mounted into the sandbox and never shown to students. The tensors come from
-the public driver's ``problem()`` (so a rank and this reference draw the same
-ones); everything computed from them here is the reference.
+Never mounted into the sandbox and never shown to students. Each rank's chunks of the weights are
+drawn here from that rank's own generator and given to that rank only (the driver pads them to
+full shape with NaN); what every rank shares comes from the public driver's ``shared()``. The
+reference runs the whole MLP on all of them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from labs import rules
+from labs import rules, training
 from labs.judge import Case, Facts, Outcome
 from labs.public import load_public
 
@@ -29,14 +30,42 @@ KEYS = ("hidden", "output", "column_weights", "row_weights", "grad_x", "grads")
 # and require at least 90% of it (fewer bytes: the all-reduce is missing).
 SLACK, FRAMING = 0.10, 16384
 ELEMENT = 8  # float64
-DRIVER = load_public(__file__, "driver")  # problem(): the same tensors as in the ranks
+DRIVER = load_public(__file__, "driver")  # shared(): what every rank holds, as in the ranks
 
 
-def reference(driver: Any, problem: dict[str, Any]) -> dict[str, Any]:
-    """One process runs the whole MLP: hidden pre-activations, output and every gradient."""
-    p = driver.problem(**problem)
+def chunks(problem: dict[str, Any], own: list[torch.Generator]) -> list[dict[str, Any]]:
+    """Each rank's own chunks of ``w1`` (rows), ``b1`` and ``w2`` (columns), from its own generator.
+
+    A rank is given its chunks and nothing else of the weights, so it cannot draw another's.
+    """
+    world_size = len(own)
+    d_in, hidden, d_out = problem["d_in"], problem["d_hidden"], problem["d_out"]
+    f64 = torch.float64
+    out = []
+    for r in range(world_size):
+        rows = DRIVER.chunk_slice(hidden, world_size, r)
+        width = rows.stop - rows.start
+        out.append(
+            {
+                "w1": torch.randn(width, d_in, generator=own[r], dtype=f64) / math.sqrt(d_in),
+                "b1": torch.randn(width, generator=own[r], dtype=f64) * 0.1 if problem["bias"] else None,
+                "w2": torch.randn(d_out, width, generator=own[r], dtype=f64) / math.sqrt(hidden),
+            }
+        )
+    return out
+
+
+def reference(problem: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One process runs the whole MLP (every rank's chunks put together): hidden, output and every gradient."""
+    p = DRIVER.shared(**problem)
+    full = {
+        "w1": torch.cat([c["w1"] for c in parts], dim=0),
+        "b1": torch.cat([c["b1"] for c in parts]) if problem["bias"] else None,
+        "w2": torch.cat([c["w2"] for c in parts], dim=1),
+        "b2": p["b2"],
+    }
     x = p["x"].clone().requires_grad_(True)
-    params = {k: p[k].clone().requires_grad_(True) for k in ("w1", "b1", "w2", "b2") if p[k] is not None}
+    params = {k: v.clone().requires_grad_(True) for k, v in full.items() if v is not None}
     hidden = F.linear(x, params["w1"], params.get("b1"))
     y = F.linear(F.gelu(hidden), params["w2"], params.get("b2"))
     (y * p["grad_y"]).sum().backward()
@@ -46,10 +75,10 @@ def reference(driver: Any, problem: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def expected(driver: Any, problem: dict[str, Any], world_size: int) -> tuple[list[dict], list[dict]]:
+def expected(problem: dict[str, Any], parts: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
     """Each rank's expected forward and backward results: its chunks of the reference."""
-    ref = reference(driver, problem)
-    n, bias = world_size, problem["bias"]
+    ref = reference(problem, parts)
+    n, bias = len(parts), problem["bias"]
     forward, backward = [], []
     for r in range(n):
         forward.append(
@@ -80,9 +109,10 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     tolerance = dict.fromkeys(KEYS, TOLERANCE)
     out = []
     for key, dims in (("mlp", MEASURED), ("no-bias", SMALL)):
-        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
-        problem = {"seed": seed, **dims}
-        forward, backward = expected(DRIVER, problem, world_size)
+        common, *own = training.secret_generators(gen, world_size + 1)
+        problem = {"seed": int(torch.randint(0, 2**31 - 1, (1,), generator=common)), **dims}
+        parts = chunks(problem, own)
+        forward, backward = expected(problem, parts)
         what = (
             f"{_shape(problem, dims['d_in'])} input, hidden {dims['d_hidden']}, output {dims['d_out']}"
             f"{'' if dims['bias'] else ', no biases'}"
@@ -94,10 +124,11 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
                 fn="ColumnParallelLinear, RowParallelLinear",
                 driver="forward",
                 label=f"forward: Row(gelu(Column(x))), {what}",
-                inputs=[{"key": key, "problem": dict(problem)} for _ in range(world_size)],
+                inputs=[{"key": key, "problem": dict(problem), **parts[r]} for r in range(world_size)],
                 expected=forward,
                 inplace=False,
                 measure=measured,
+                # "sharding" (what each layer keeps) is read from the rank's own objects: feedback only.
                 parts={"forward": ["hidden", "output"], "sharding": ["column_weights", "row_weights"]},
                 tolerance=tolerance,
             )
@@ -158,7 +189,10 @@ def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: lis
 
 def communication(facts: Facts) -> Outcome:
     return rules.wire_per_phase(
-        facts, wire_verdict, "one all-reduce of the output forward and one of the input gradient backward"
+        facts,
+        wire_verdict,
+        "one all-reduce of the output forward and one of the input gradient backward",
+        feedback=("sharding",),  # what a layer keeps is read from the rank's own objects: never scored
     )
 
 

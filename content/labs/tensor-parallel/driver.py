@@ -1,11 +1,16 @@
 """Public code run in every rank of the tensor-parallel lab (not secret, not trusted).
 
-``forward`` builds a two-layer MLP from the seed the grader drew, gives the full
-weights to the student's ``ColumnParallelLinear`` and ``RowParallelLinear`` and
-runs ``Row(gelu(Column(x)))``; ``backward`` then runs the backward of a loss on that
-output. They are two calls so the grader can count the bytes each one sends.
-What they return is compared, outside the sandbox, with one process running
-the whole MLP.
+``forward`` builds the student's ``ColumnParallelLinear`` and ``RowParallelLinear`` from
+full-shaped weights in which only this rank's chunks are filled in, runs
+``Row(gelu(Column(x)))``; ``backward`` then runs the backward of a loss on that output.
+They are two calls so the grader can count the bytes each one sends. What they return is
+compared, outside the sandbox, with one process running the whole MLP.
+
+Each rank is given only its own chunks of the two weight matrices (and of the first bias),
+drawn by the grader: the other ranks' chunks are NaN here, and no rank can draw them, so the
+output and the input's gradient can only be right if the ranks' partial results crossed the
+wire. What every rank legitimately shares (the input ``x``, the second layer's bias and the
+output's gradient) is drawn from a seed by ``shared``.
 """
 
 from __future__ import annotations
@@ -14,36 +19,45 @@ import math
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 # Forward state kept in this rank between the "forward" and "backward" calls, by case key.
 _PENDING: dict[str, tuple[Any, ...]] = {}
 
 
-def problem(seed: int, batch: list[int], d_in: int, d_hidden: int, d_out: int, bias: bool) -> dict[str, Any]:
-    """The full MLP's weights, the input and the gradient of the loss w.r.t. the output, in float64.
+def shared(seed: int, batch: list[int], d_in: int, d_hidden: int, d_out: int, bias: bool) -> dict[str, Any]:
+    """What every rank holds, in float64: the input ``x``, the second layer's bias ``b2`` and ``grad_y``.
 
-    The same tensors come out in every rank and in the grader's reference: the
-    loss is ``(y * grad_y).sum()``, so ``grad_y`` is what flows into the output.
+    The loss is ``(y * grad_y).sum()``, so ``grad_y`` is what flows into the output. The same
+    tensors come out in every rank and in the grader's reference.
     """
     g = torch.Generator().manual_seed(seed)
     f64 = torch.float64
-
-    def randn(*shape: int, scale: float = 1.0) -> torch.Tensor:
-        return torch.randn(*shape, generator=g, dtype=f64) * scale
-
     return {
-        "x": randn(*batch, d_in),
-        "w1": randn(d_hidden, d_in, scale=1 / math.sqrt(d_in)),
-        "b1": randn(d_hidden, scale=0.1) if bias else None,
-        "w2": randn(d_out, d_hidden, scale=1 / math.sqrt(d_hidden)),
-        "b2": randn(d_out, scale=0.1) if bias else None,
-        "grad_y": randn(*batch, d_out),
+        "x": torch.randn(*batch, d_in, generator=g, dtype=f64),
+        "b2": torch.randn(d_out, generator=g, dtype=f64) * 0.1 if bias else None,
+        "grad_y": torch.randn(*batch, d_out, generator=g, dtype=f64),
     }
 
 
-def _copy(t: torch.Tensor | None) -> torch.Tensor | None:
-    return None if t is None else t.clone()
+def chunk_slice(size: int, world_size: int, rank: int) -> slice:
+    """Where rank ``rank``'s part of a dimension of ``size`` lies: ``torch.chunk``'s split."""
+    step = math.ceil(size / world_size)
+    return slice(min(rank * step, size), min((rank + 1) * step, size))
+
+
+def padded(chunk: torch.Tensor | None, dim: int, size: int, world_size: int, rank: int) -> torch.Tensor | None:
+    """A full-shaped tensor (``size`` along ``dim``) holding rank ``rank``'s ``chunk``, NaN everywhere else."""
+    if chunk is None:
+        return None
+    shape = list(chunk.shape)
+    shape[dim] = size
+    full = torch.full(shape, math.nan, dtype=chunk.dtype)
+    where = [slice(None)] * len(shape)
+    where[dim] = chunk_slice(size, world_size, rank)
+    full[tuple(where)] = chunk
+    return full
 
 
 def _held(layer: torch.nn.Module, with_bias: bool) -> dict[str, Any]:
@@ -62,10 +76,12 @@ def _grads(layer: torch.nn.Module, with_bias: bool) -> dict[str, Any]:
 
 
 def forward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Build both layers from the full weights and run ``Row(gelu(Column(x)))`` once."""
-    p = problem(**inputs["problem"])
-    column = submission.ColumnParallelLinear(p["w1"].clone(), _copy(p["b1"]))
-    row = submission.RowParallelLinear(p["w2"].clone(), _copy(p["b2"]))
+    """Build both layers from full-shaped weights (this rank's chunks only) and run ``Row(gelu(Column(x)))`` once."""
+    spec = inputs["problem"]
+    p = shared(**spec)
+    mine = (int(spec["d_hidden"]), dist.get_world_size(), dist.get_rank())  # this rank's part of the hidden size
+    column = submission.ColumnParallelLinear(padded(inputs["w1"], 0, *mine), padded(inputs["b1"], 0, *mine))
+    row = submission.RowParallelLinear(padded(inputs["w2"], 1, *mine), p["b2"])
     x = p["x"].clone().requires_grad_(True)
     hidden = column(x)
     y = row(F.gelu(hidden))
@@ -82,7 +98,7 @@ def forward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 def backward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Backward of ``(y * grad_y).sum()`` for the forward call with the same key; the gradients every rank holds."""
     if inputs["key"] not in _PENDING:
-        forward(submission, inputs)
+        raise RuntimeError("the forward call did not finish, so there is no output to run backward through")
     x, y, column, row, grad_y = _PENDING.pop(inputs["key"])
     # The loss's own backward, not y.backward(grad_y): a gradient argument makes autograd import
     # sympy lazily (seconds in a fresh rank); d/dy of (y * grad_y).sum() is grad_y exactly.

@@ -2,9 +2,11 @@
 
 The default process group (gloo) is already initialised when this module is
 imported: use dist.get_rank() and dist.get_world_size(). Both layers are given
-the FULL weight, shape (out_features, in_features) as in torch.nn.Linear, and
-the full bias (or None), identical on every rank; each keeps only its own part
-as torch.nn.Parameter attributes named ``weight`` and ``bias``.
+a FULL-SHAPED weight, shape (out_features, in_features) as in torch.nn.Linear, and
+bias (or None), in which only this rank's chunk is filled in: the other ranks'
+chunks are NaN (no rank ever holds another rank's weights), except the row-parallel
+layer's bias, which every rank holds in full. Each keeps only its own part as
+torch.nn.Parameter attributes named ``weight`` and ``bias``.
 
 The grader runs ``RowParallelLinear(w2, b2)(gelu(ColumnParallelLinear(w1, b1)(x)))``
 on every rank, then calls ``.backward()`` on the output. Inputs have shape

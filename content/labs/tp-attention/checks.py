@@ -1,8 +1,9 @@
-"""Trusted checks for tp-attention: one process running the whole attention layer, and the wire rule.
+"""Trusted checks for tp-attention: each rank's heads, one process running the whole layer, the wire rule.
 
-Never mounted into the sandbox and never shown to students. The tensors come from
-the public driver's ``problem()`` (so a rank and this reference draw the same ones);
-everything computed from them here is the reference.
+Never mounted into the sandbox and never shown to students. Each rank's heads (its rows of Q, K
+and V and their columns of the output projection) are drawn here from that rank's own generator
+and given to that rank only (the driver pads them to full shape with NaN); what every rank shares
+comes from the public driver's ``shared()``. The reference runs the whole layer on all of them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from labs import rules
+from labs import rules, training
 from labs.judge import Case, Facts, Outcome
 from labs.public import load_public
 
@@ -29,7 +30,7 @@ KEYS = ("output", "weights", "grad_x", "grads")
 # and require at least 90% of it (fewer bytes: the all-reduce is missing).
 SLACK, FRAMING = 0.10, 16384
 ELEMENT = 8  # float64
-DRIVER = load_public(__file__, "driver")  # problem(): the same tensors as in the ranks
+DRIVER = load_public(__file__, "driver")  # shared(): what every rank holds, as in the ranks
 
 
 def attention(x: torch.Tensor, w_qkv, b_qkv, w_out, b_out, heads: int) -> torch.Tensor:
@@ -41,9 +42,39 @@ def attention(x: torch.Tensor, w_qkv, b_qkv, w_out, b_out, heads: int) -> torch.
     return F.linear(context, w_out, b_out)
 
 
-def reference(driver: Any, problem: dict[str, Any]) -> dict[str, Any]:
+def heads(problem: dict[str, Any], own: list[torch.Generator]) -> list[dict[str, Any]]:
+    """Each rank's own heads, from its own generator: its rows of Q, K and V stacked (``w_qkv``, ``b_qkv``)
+    and their columns of the output projection (``w_out``). A rank is given these and nothing else
+    of the weights, so it cannot draw another's."""
+    d, n, f64 = problem["d_model"], len(own), torch.float64
+    out = []
+    for r in range(n):
+        width = d // n
+        out.append(
+            {
+                "w_qkv": torch.randn(3 * width, d, generator=own[r], dtype=f64) / math.sqrt(d),
+                "b_qkv": torch.randn(3 * width, generator=own[r], dtype=f64) * 0.1 if problem["bias"] else None,
+                "w_out": torch.randn(d, width, generator=own[r], dtype=f64) / math.sqrt(d),
+            }
+        )
+    return out
+
+
+def whole(problem: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole layer's tensors: every rank's heads put together, and what the ranks share."""
+    d, n = problem["d_model"], len(parts)
+    p = DRIVER.shared(**problem)
+    w_qkv = torch.cat([c["w_qkv"].view(3, d // n, d) for c in parts], dim=1).reshape(3 * d, d)
+    b_qkv = None
+    if problem["bias"]:
+        b_qkv = torch.cat([c["b_qkv"].view(3, d // n) for c in parts], dim=1).reshape(3 * d)
+    w_out = torch.cat([c["w_out"] for c in parts], dim=1)
+    return {"x": p["x"], "grad_y": p["grad_y"], "w_qkv": w_qkv, "b_qkv": b_qkv, "w_out": w_out, "b_out": p["b_out"]}
+
+
+def reference(problem: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
     """The whole layer's output and every gradient, in one process."""
-    p = driver.problem(**problem)
+    p = whole(problem, parts)
     x = p["x"].clone().requires_grad_(True)
     params = {k: p[k].clone().requires_grad_(True) for k in ("w_qkv", "b_qkv", "w_out", "b_out") if p[k] is not None}
     y = attention(x, params["w_qkv"], params.get("b_qkv"), params["w_out"], params.get("b_out"), problem["heads"])
@@ -67,10 +98,10 @@ def shards(full: dict[str, torch.Tensor], d: int, world_size: int, rank: int, pr
     return out
 
 
-def expected(driver: Any, problem: dict[str, Any], world_size: int) -> tuple[list[dict], list[dict]]:
+def expected(problem: dict[str, Any], parts: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
     """Each rank's expected forward and backward results."""
-    ref = reference(driver, problem)
-    d, n = problem["d_model"], world_size
+    ref = reference(problem, parts)
+    d, n = problem["d_model"], len(parts)
     forward, backward = [], []
     for r in range(n):
         weights = shards(ref, d, n, r)
@@ -92,21 +123,22 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     tolerance = dict.fromkeys(KEYS, TOLERANCE)
     out = []
     for key, dims in (("attention", MEASURED), ("no-bias", SMALL)):
-        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
-        problem = {"seed": seed, **dims}
-        forward, backward = expected(DRIVER, problem, world_size)
+        common, *own = training.secret_generators(gen, world_size + 1)
+        problem = {"seed": int(torch.randint(0, 2**31 - 1, (1,), generator=common)), **dims}
+        parts = heads(problem, own)
+        forward, backward = expected(problem, parts)
         what, measured = describe(problem), key == "attention"
-        inputs = [{"key": key, "problem": dict(problem)} for _ in range(world_size)]
         out.append(
             Case(
                 check="forward",
                 fn="ParallelSelfAttention",
                 driver="forward",
                 label=f"forward of self-attention, {what}",
-                inputs=inputs,
+                inputs=[{"key": key, "problem": dict(problem), **parts[r]} for r in range(world_size)],
                 expected=forward,
                 inplace=False,
                 measure=measured,
+                # "sharding" (what the layer keeps) is read from the rank's own object: feedback only.
                 parts={"forward": ["output"], "sharding": ["weights"]},
                 tolerance=tolerance,
             )
@@ -117,7 +149,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
                 fn="ParallelSelfAttention",
                 driver="backward",
                 label=f"backward of the same output, {what}",
-                inputs=[dict(i) for i in inputs],
+                inputs=[{"key": key, "problem": dict(problem)} for _ in range(world_size)],
                 expected=backward,
                 inplace=False,
                 measure=measured,
@@ -166,7 +198,10 @@ def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: lis
 
 def communication(facts: Facts) -> Outcome:
     return rules.wire_per_phase(
-        facts, wire_verdict, "one all-reduce of the output forward and one of the input gradient backward"
+        facts,
+        wire_verdict,
+        "one all-reduce of the output forward and one of the input gradient backward",
+        feedback=("sharding",),  # what a layer keeps is read from the rank's own objects: never scored
     )
 
 

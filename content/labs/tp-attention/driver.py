@@ -1,10 +1,16 @@
 """Public code run in every rank of the tp-attention lab (not secret, not trusted).
 
-``forward`` draws one multi-head self-attention layer from the seed the grader chose,
-gives its full weights to the student's ``ParallelSelfAttention`` and runs it on the
-input; ``backward`` then runs the backward of a loss on that output. They are two calls
-so the grader can count the bytes each one sends. What they return is compared,
-outside the sandbox, with one process running the whole attention layer.
+``forward`` builds the student's ``ParallelSelfAttention`` from full-shaped weights in which
+only this rank's heads are filled in and runs it on the input; ``backward`` then runs the
+backward of a loss on that output. They are two calls so the grader can count the bytes each
+one sends. What they return is compared, outside the sandbox, with one process running the
+whole attention layer.
+
+Each rank is given only its own heads' rows of the fused QKV projection (and of its bias) and
+their columns of the output projection, drawn by the grader: the other ranks' parts are NaN
+here, and no rank can draw them, so the output and the input's gradient can only be right if
+the ranks' partial results crossed the wire. What every rank legitimately shares (the input
+``x``, the output projection's bias and the output's gradient) is drawn from a seed by ``shared``.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import math
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 # Forward state kept in this rank between the "forward" and "backward" calls, by case key.
 _PENDING: dict[str, tuple[Any, ...]] = {}
@@ -20,31 +27,40 @@ _PENDING: dict[str, tuple[Any, ...]] = {}
 WEIGHTS = ("qkv_weight", "qkv_bias", "out_weight", "out_bias")
 
 
-def problem(seed: int, batch: int, seq: int, d_model: int, heads: int, bias: bool) -> dict[str, Any]:
-    """The whole layer's weights, the input and the gradient of the loss w.r.t. the output, in float64.
+def shared(seed: int, batch: int, seq: int, d_model: int, heads: int, bias: bool) -> dict[str, Any]:
+    """What every rank holds, in float64: the input ``x``, the output bias ``b_out`` and ``grad_y``.
 
-    ``w_qkv`` is ``(3 d, d)``: the query, key and value projections stacked in that order,
-    as ``torch.nn.MultiheadAttention.in_proj_weight``; ``w_out`` is ``(d, d)``. The same
+    The loss is ``(y * grad_y).sum()``, so ``grad_y`` is what flows into the output. The same
     tensors come out in every rank and in the grader's reference.
     """
     g = torch.Generator().manual_seed(seed)
     f64 = torch.float64
-
-    def randn(*shape: int, scale: float = 1.0) -> torch.Tensor:
-        return torch.randn(*shape, generator=g, dtype=f64) * scale
-
     return {
-        "x": randn(batch, seq, d_model),
-        "w_qkv": randn(3 * d_model, d_model, scale=1 / math.sqrt(d_model)),
-        "b_qkv": randn(3 * d_model, scale=0.1) if bias else None,
-        "w_out": randn(d_model, d_model, scale=1 / math.sqrt(d_model)),
-        "b_out": randn(d_model, scale=0.1) if bias else None,
-        "grad_y": randn(batch, seq, d_model),
+        "x": torch.randn(batch, seq, d_model, generator=g, dtype=f64),
+        "b_out": torch.randn(d_model, generator=g, dtype=f64) * 0.1 if bias else None,
+        "grad_y": torch.randn(batch, seq, d_model, generator=g, dtype=f64),
     }
 
 
-def _copy(t: torch.Tensor | None) -> torch.Tensor | None:
-    return None if t is None else t.clone()
+def heads_slice(d_model: int, world_size: int, rank: int) -> slice:
+    """The features of rank ``rank``'s heads: ``[rank d / N, (rank + 1) d / N)``."""
+    return slice(rank * d_model // world_size, (rank + 1) * d_model // world_size)
+
+
+def padded(part: dict[str, Any], d_model: int, world_size: int, rank: int) -> dict[str, torch.Tensor | None]:
+    """Full-shaped ``w_qkv`` ``(3 d, d)``, ``b_qkv`` ``(3 d)`` and ``w_out`` ``(d, d)`` holding rank ``rank``'s
+    heads (``part``: its rows of each of Q, K and V, stacked, and its columns of ``w_out``), NaN elsewhere."""
+    d, mine = d_model, heads_slice(d_model, world_size, rank)
+    w_qkv = torch.full((3, d, d), math.nan, dtype=torch.float64)
+    w_qkv[:, mine] = part["w_qkv"].view(3, -1, d)
+    w_out = torch.full((d, d), math.nan, dtype=torch.float64)
+    w_out[:, mine] = part["w_out"]
+    b_qkv = None
+    if part["b_qkv"] is not None:
+        b_qkv = torch.full((3, d), math.nan, dtype=torch.float64)
+        b_qkv[:, mine] = part["b_qkv"].view(3, -1)
+        b_qkv = b_qkv.view(-1)
+    return {"w_qkv": w_qkv.view(3 * d, d), "b_qkv": b_qkv, "w_out": w_out}
 
 
 def _held(layer: torch.nn.Module, with_bias: bool) -> dict[str, Any]:
@@ -63,12 +79,11 @@ def _grads(layer: torch.nn.Module, with_bias: bool) -> dict[str, Any]:
 
 
 def forward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Build the layer from the full weights and run it once on the whole input."""
+    """Build the layer from full-shaped weights (this rank's heads only) and run it once on the whole input."""
     spec = inputs["problem"]
-    p = problem(**spec)
-    layer = submission.ParallelSelfAttention(
-        p["w_qkv"].clone(), _copy(p["b_qkv"]), p["w_out"].clone(), _copy(p["b_out"]), spec["heads"]
-    )
+    p = shared(**spec)
+    w = padded(inputs, int(spec["d_model"]), dist.get_world_size(), dist.get_rank())
+    layer = submission.ParallelSelfAttention(w["w_qkv"], w["b_qkv"], w["w_out"], p["b_out"], spec["heads"])
     x = p["x"].clone().requires_grad_(True)
     y = layer(x)
     _PENDING[inputs["key"]] = (x, y, layer, p["grad_y"])
@@ -78,7 +93,7 @@ def forward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 def backward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Backward of ``(y * grad_y).sum()`` for the forward call with the same key; the gradients this rank holds."""
     if inputs["key"] not in _PENDING:
-        forward(submission, inputs)
+        raise RuntimeError("the forward call did not finish, so there is no output to run backward through")
     x, y, layer, grad_y = _PENDING.pop(inputs["key"])
     # The loss's own backward, not y.backward(grad_y): a gradient argument makes autograd import
     # sympy lazily (seconds in a fresh rank); d/dy of (y * grad_y).sum() is grad_y exactly.

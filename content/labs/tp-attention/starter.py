@@ -1,9 +1,11 @@
 """Tensor-parallel multi-head self-attention: each rank computes h/N whole heads.
 
 The default process group (gloo) is already initialised when this module is
-imported: use dist.get_rank() and dist.get_world_size(). The layer is given the
-FULL weights of one attention layer, identical on every rank, in the layout of
-torch.nn.MultiheadAttention:
+imported: use dist.get_rank() and dist.get_world_size(). The layer is given
+FULL-SHAPED weights of one attention layer, in the layout of
+torch.nn.MultiheadAttention, in which only this rank's heads are filled in: the
+other ranks' rows of w_qkv and b_qkv and columns of w_out are NaN (no rank ever
+holds another rank's heads); b_out is given in full on every rank:
 
     w_qkv (3d, d): W_Q, W_K, W_V stacked in that order; head i owns rows
                    i*d_h .. (i+1)*d_h - 1 of each block (d_h = d // num_heads)

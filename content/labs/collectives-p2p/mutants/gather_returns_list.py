@@ -1,4 +1,4 @@
-# all_gather broadcasts each rank's block with the built-in dist.broadcast instead of send/recv
+# all_gather returns the list of every rank's block, as dist.all_gather fills one, instead of concatenating them
 
 import torch
 import torch.distributed as dist
@@ -10,13 +10,16 @@ def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> Non
         req.wait()
 
 
-def all_gather(tensor: torch.Tensor) -> torch.Tensor:
+def all_gather(tensor: torch.Tensor) -> list[torch.Tensor]:
     rank, size = dist.get_rank(), dist.get_world_size()
     parts = [torch.empty_like(tensor) for _ in range(size)]
     parts[rank] = tensor.clone()
-    for root in range(size):  # each rank broadcasts its block in turn
-        dist.broadcast(parts[root], src=root)
-    return torch.cat(parts, dim=0)
+    # Ring: at step s, pass on the block that came from rank - s.
+    for step in range(size - 1):
+        send_idx = (rank - step) % size
+        recv_idx = (rank - step - 1) % size
+        _exchange(parts[send_idx], (rank + 1) % size, parts[recv_idx], (rank - 1) % size)
+    return parts
 
 
 def reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
@@ -34,5 +37,5 @@ def reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
 
 def all_reduce(tensor: torch.Tensor) -> None:
     # Gather every rank's flattened tensor, then sum in rank order on each rank.
-    gathered = all_gather(tensor.reshape(1, -1))
+    gathered = torch.cat(all_gather(tensor.reshape(1, -1)), dim=0)
     tensor.copy_(gathered.sum(dim=0).reshape(tensor.shape))

@@ -18,7 +18,9 @@ WORLD_SIZES = [2]
 LOSES = {
     "no_reshard_per_layer": ({"peak-memory", "all-gather"}, "reshard_after_forward=True"),
     "no_root": ({"training", "units", "peak-memory", "all-gather"}, "Call fully_shard(model) last"),
-    "per_block_wraps_layers": ({"units", "peak-memory"}, "each element of model.blocks, not on its layers"),
+    # Every block is an FSDP module and every parameter a shard, and the bytes are per-block's: only the
+    # kernel's count of its memory tells (and the bytes count only next to a memory that passed).
+    "per_block_one_unit_for_all_blocks": ({"peak-memory", "all-gather"}, "one call per block"),
     "per_layer_blocks_only": ({"units", "peak-memory", "all-gather"}, "(embed, head and both in every block)"),
     "root_first": ({"training", "units", "peak-memory", "all-gather"}, "inner units first and on the root last"),
     "whole_model_everywhere": ({"units", "peak-memory", "all-gather"}, "gathered again for their backward"),
@@ -43,6 +45,30 @@ def wrap(model, strategy):
 """
 
 
+# Correct, and different again: the units chosen by a helper, modules matched by exact type, and
+# fully_shard's default mixed-precision policy passed explicitly.
+POLICY = """
+from torch import nn
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+
+def units(model, strategy):
+    if strategy == "whole-model":
+        return []
+    if strategy == "per-block":
+        return [model.blocks[i] for i in range(len(model.blocks))]
+    return [m for m in model.modules() if type(m) is nn.Linear]
+
+
+def wrap(model, strategy):
+    policy = MixedPrecisionPolicy()
+    for module in units(model, strategy):
+        fully_shard(module, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    return model
+"""
+
+
 def test_every_mutant_is_listed() -> None:
     assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
 
@@ -57,25 +83,35 @@ def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
     assert advice in " ".join(c.message for c in v.checks if not c.passed)
 
 
-def test_alternative_solution_gets_full_marks_with_the_table(one_grader) -> None:
+def test_alternative_solution_gets_full_marks_with_the_figures(one_grader) -> None:
     v = one_grader.grade(LAB, ALTERNATIVE, world_sizes=[2, 3])
     assert v.score == v.max_score, [c.message for c in v.checks]
-    peak = next(c for c in v.checks if c.id == "peak-memory")
-    rows = {(r["world_size"], r["strategy"]): r for r in peak.data["table"]}
+    gather = next(c for c in v.checks if c.id == "all-gather")
+    rows = {(r["world_size"], r["strategy"]): r for r in gather.data["table"]}
     assert set(rows) == {(n, s) for n in (2, 3) for s in ("per-layer", "per-block", "whole-model")}
     for n in (2, 3):
         layer, block, whole = (rows[n, s] for s in ("per-layer", "per-block", "whole-model"))
         # Memory falls and communication grows as the units get smaller.
-        assert layer["peak_bytes"] < block["peak_bytes"] < whole["peak_bytes"]
+        assert layer["unsharded_peak_bytes"] < block["unsharded_peak_bytes"] < whole["unsharded_peak_bytes"]
         gathers = [r["all_gather_bytes_per_rank"] for r in (layer, block, whole)]
         assert gathers[0] > gathers[1] > gathers[2]
         for r in (layer, block, whole):
             assert 1.0 <= r["all_gather_bytes_per_rank"] / r["expected_all_gather_bytes_per_rank"] < 1.03, r
-    assert "per-layer: peak 118,080 B" in peak.message and "whole-model: peak 698,880 B" in peak.message
-    assert [s["name"] for s in peak.data["chart"]["series"]][:2] == [
-        "peak unsharded parameters (KiB)",
-        "all-gather bytes per rank, 3 ranks (KiB)",
-    ]
+    assert gather.data["chart"]["series"][0]["name"] == "all-gather bytes per rank, 3 ranks (KiB)"
+    peak = next(c for c in v.checks if c.id == "peak-memory")
+    memory = {r["strategy"]: r for r in peak.data["memory"]}
+    assert set(memory) == {"per-layer", "per-block"}
+    # Measured by the kernel: per-layer holds less than per-block, each within its bound.
+    assert memory["per-layer"]["peak_bytes"] < memory["per-block"]["peak_bytes"]
+    assert all(r["peak_bytes"] <= r["allowed_bytes"] for r in memory.values()), memory
+    assert "measured by the kernel" in peak.message
+    # Described inside the rank, so feedback without points.
+    assert v.check("units").points == 0 and v.check("units").passed
+
+
+def test_a_differently_written_solution_gets_full_marks(one_grader) -> None:
+    v = one_grader.grade(LAB, POLICY, world_sizes=WORLD_SIZES)
+    assert v.score == v.max_score, [c.message for c in v.checks]
 
 
 def test_starter_says_not_implemented(one_grader) -> None:

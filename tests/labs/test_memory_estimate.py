@@ -1,4 +1,4 @@
-"""memory-estimate's mutants lose exactly the checks they should, and the measurement cannot be talked round."""
+"""memory-estimate's mutants lose exactly the checks they should, and the expected figures never come from the rank."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from labs import template
+from labs.public import load_public
 
 from .conftest import labs_dir
 
@@ -43,6 +44,81 @@ def test_mutant_loses_its_checks(grader, mutant: str) -> None:
     assert {c.id for c in v.checks if not c.passed} == LOSES[mutant], [c.message for c in v.checks]
 
 
+# Correct, written differently from solution.py: a real backward and a real AdamW step on a copy of the
+# model count the gradients and the state; the activations are counted by storage with a set of the
+# parameters' storages and checkpointing switched on through a context manager.
+REAL_STEP = """
+import contextlib
+import copy
+
+import torch
+
+
+@contextlib.contextmanager
+def flag(model, value):
+    old = model.checkpointing
+    model.checkpointing = value
+    try:
+        yield
+    finally:
+        model.checkpointing = old
+
+
+def estimate_memory_consumption(model, batch, checkpointing):
+    twin = copy.deepcopy(model)
+    twin(batch).float().pow(2).mean().backward()
+    gradients = sum(p.grad.numel() * p.grad.element_size() for p in twin.parameters() if p.grad is not None)
+    optimizer = torch.optim.AdamW(twin.parameters(), lr=1e-3)
+    optimizer.step()
+    state = sum(s[k].numel() * s[k].element_size() for s in optimizer.state.values() for k in ("exp_avg", "exp_avg_sq"))
+    own = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in own:
+            seen[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with flag(model, checkpointing), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(batch)
+    figures = {
+        "parameters": sum(p.nbytes for p in model.parameters()),
+        "gradients": gradients,
+        "optimizer_state": state,
+        "activations": sum(seen.values()),
+    }
+    figures["total"] = sum(figures.values())
+    return figures
+"""
+
+# Correct, and short: the public driver's own count of the activations, arithmetic for the rest.
+PUBLIC_COUNT = """
+import driver
+
+
+def estimate_memory_consumption(model, batch, checkpointing):
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    trainable = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    before, model.checkpointing = model.checkpointing, checkpointing
+    activations, _ = driver.activation_bytes(model, batch)
+    model.checkpointing = before
+    return {
+        "parameters": params,
+        "gradients": trainable,
+        "optimizer_state": 2 * trainable,
+        "activations": activations,
+        "total": params + 3 * trainable + activations,
+    }
+"""
+
+
+@pytest.mark.parametrize("code", [REAL_STEP, PUBLIC_COUNT], ids=["real-step", "public-count"])
+def test_other_correct_solutions_get_full_marks(grader, code: str) -> None:
+    v = grader.grade(LAB, code)
+    assert v.status == "passed" and v.score == v.max_score, [c.message for c in v.checks]
+
+
 def test_numpy_figures_are_accepted(grader) -> None:
     code = (labs_dir() / LAB / "solution.py").read_text()
     code = code.replace("    return {\n", "    import numpy\n\n    return {k: numpy.int64(v) for k, v in {\n")
@@ -51,16 +127,32 @@ def test_numpy_figures_are_accepted(grader) -> None:
     assert v.status == "passed" and v.score == v.max_score, [c.message for c in v.checks]
 
 
-def test_patching_the_drivers_measurement_earns_nothing(grader) -> None:
-    """The student's module shares the rank with the driver: figures it fakes there disagree with the grader's."""
-    code = (labs_dir() / LAB / "mutants" / "one_example.py").read_text()
-    code += (
-        "\nimport driver\n\n_real = driver.activation_bytes\n"
-        "driver.activation_bytes = lambda model, batch: _real(model, batch[:1])\n"
-    )
+def test_shrinking_the_model_handed_over_earns_nothing(grader) -> None:
+    """The student's code owns the model it is given: halving it there leaves the grader's figures alone."""
+    code = (labs_dir() / LAB / "solution.py").read_text()
+    first = "    params = list(model.parameters())\n"
+    code = code.replace(first, "    model.half()\n" + first)
+    assert "model.half()" in code
     v = grader.grade(LAB, code)
-    assert v.score == 0, [c.message for c in v.checks]
-    assert "leave torch and the driver unchanged" in v.checks[0].message
+    assert v.status == "failed", v.message
+    lost = {c.id for c in v.checks if not c.passed}
+    assert {"parameters", "gradients", "optimizer-state", "total"} <= lost, [c.message for c in v.checks]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_grader_figures_are_a_real_backward_and_adamw_step(seed: int) -> None:
+    """The counts the checks grade against equal ``driver.measure``: a real backward and torch.optim.AdamW step."""
+    import torch
+
+    from labs.grader import Grader
+
+    _, checks = Grader.load_checks(labs_dir() / LAB)
+    driver = load_public(labs_dir() / LAB / "checks.py", "driver")
+    torch.manual_seed(0)
+    for config in checks._configs(torch.Generator().manual_seed(seed)):
+        for flag in (False, True):
+            measured = driver.measure(config, flag)
+            assert {k: measured[k] for k in (*checks.FIGURES, "total")} == checks.expected_figures(config, flag)
 
 
 def test_starter_runs_and_loses_points(grader) -> None:

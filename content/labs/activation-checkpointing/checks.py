@@ -2,70 +2,97 @@
 
 Never mounted into the sandbox. The values are judged against plain backpropagation
 (``driver.reference``) run here, outside the sandbox, on this lab's own copy of the public
-driver. The memory bound at each segment count is the peak that this lab's reference
-checkpointing (``solution.py``, one ``torch.utils.checkpoint`` per segment) reaches under the
-same measurement, plus an allowance: bytes depend on the shapes only, never on the seed, so
-they are measured once per shape and kept.
+driver. The memory is what the kernel measured outside the rank: its memory high-water
+(``memory_peak``) in a phase that runs one larger stack alone, per memory segment count. Its
+bound is the peak of live tensor bytes that this lab's reference checkpointing (``solution.py``,
+one ``torch.utils.checkpoint`` per segment) reaches on that stack, counted here with the
+driver's ``LiveBytes``, times an allowance, plus what a rank's Python and torch add: bytes depend
+on the shapes only, never on the seed, so they are counted once per shape and kept.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import torch
 
 from labs import training
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.judge import Case, Facts, Outcome, Phase, case_failure, memory_peak, result
 from labs.public import load_public
 
 LAYERS, DIM, HEADS, BATCH, TOKENS, DROPOUT = 12, 32, 2, 2, 16, 0.1
 SEGMENTS = (2, 3, 4, 6)  # every one divides the 12 blocks; 3 and 4 are the nearest to sqrt(12)
 TOLERANCE = (1e-9, 1e-11)  # float64; another order of the same sums differs by ~1e-16
-ALLOWANCE = 1.15  # a peak up to 15% above the reference checkpointing's passes
-INPUT_BYTES = BATCH * TOKENS * DIM * 8  # one block input (float64)
+# The memory cases: the same 12 blocks, narrow (4 heads of 4 dimensions) over long sequences, so that
+# the attention probabilities (batch x heads x tokens^2 per block) dominate the bytes, not the compute.
+MEMORY = {"dim": 16, "heads": 4, "batch": 2, "tokens": 128}
+MEMORY_SEGMENTS = (6,)  # the memory cases; the small stack runs the other segment counts
+VALUES_SEGMENTS = tuple(k for k in SEGMENTS if k not in MEMORY_SEGMENTS)
+ALLOWANCE = 1.15  # live bytes up to 15% above the reference checkpointing's pass
+OVERHEAD = 16 << 20  # what a rank's Python and torch add to its memory as they run (measured: about 11 MiB)
 
 
-def _inputs(seed: int, segments: int) -> dict[str, Any]:
-    return {
-        "seed": seed, "layers": LAYERS, "dim": DIM, "heads": HEADS, "dropout": DROPOUT,
-        "batch": BATCH, "tokens": TOKENS, "segments": segments,
-    }  # fmt: skip
+def _inputs(seed: int, segments: int, dims: dict[str, int] | None = None) -> dict[str, Any]:
+    shape = dims or {"dim": DIM, "heads": HEADS, "batch": BATCH, "tokens": TOKENS}
+    return {"seed": seed, "layers": LAYERS, "dropout": DROPOUT, **shape, "segments": segments}
+
+
+def input_bytes(dims: dict[str, int]) -> int:
+    """One block input (float64)."""
+    return dims["batch"] * dims["tokens"] * dims["dim"] * 8
 
 
 @functools.cache
 def bounds() -> dict[str, Any]:
-    """Plain backpropagation's bytes and the reference checkpointing's peak at every segment count."""
+    """On the memory cases' stack: plain backpropagation's live bytes, the reference checkpointing's
+    peak of live bytes at every memory segment count, and the memory a rank may add for it."""
     driver = load_public(__file__, "driver")
     solution = load_public(__file__, "solution")
-    plain = driver.reference(_inputs(1, 1), measure=True)
-    peaks = {k: driver.run(solution.checkpointed_forward, _inputs(1, k), k)["peak_bytes"] for k in SEGMENTS}
-    return {"plain_kept": plain["kept_bytes"], "plain_peak": plain["peak_bytes"], "peaks": peaks}
+    plain = driver.reference(_inputs(1, 1, MEMORY), measure=True)
+    peaks = {k: driver.run(solution.checkpointed_forward, _inputs(1, k, MEMORY), k)["peak_bytes"] for k in SEGMENTS}
+    allowed = {k: OVERHEAD + round(ALLOWANCE * peak) for k, peak in peaks.items()}
+    return {"plain_kept": plain["kept_bytes"], "plain_peak": plain["peak_bytes"], "peaks": peaks, "allowed": allowed}
 
 
-def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+def _case(seed: int, k: int, expected: dict[str, Any], dims: dict[str, int] | None, check: str) -> Case:
+    shape = dims or {"dim": DIM, "heads": HEADS, "batch": BATCH, "tokens": TOKENS}
+    parts = {"output": ["output"], "gradients": ["grads"]}
+    if check == "memory":  # a memory case's values are judged too, and its memory counts only if they are right
+        parts["memory"] = ["output", "grads"]
+    return Case(
+        check=check,
+        fn="checkpointed_forward",
+        driver="checkpointing",
+        label=(
+            f"{LAYERS} blocks in {k} segments of {LAYERS // k}, dim {shape['dim']}, {shape['heads']} heads,"
+            f" {shape['batch']} x {shape['tokens']} tokens"
+        ),
+        inputs=[{**_inputs(seed, k, dims), "memory": check == "memory"}],
+        expected=[expected],
+        parts=parts,
+        tolerance={"output": TOLERANCE, "grads": TOLERANCE},
+    )
+
+
+def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
+    """Every segment count on the small stack (values, recomputation), then each memory case alone."""
     driver = load_public(__file__, "driver")
+    n = world_sizes[0]
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     plain = driver.reference(_inputs(seed, 1))
     expected = {"output": plain["output"], "grads": plain["grads"]}
-    return [
-        Case(
-            check="output",
-            fn="checkpointed_forward",
-            driver="checkpointing",
-            label=f"{LAYERS} blocks in {k} segments of {LAYERS // k}",
-            inputs=[_inputs(seed, k)],
-            expected=[expected],
-            parts={"output": ["output"], "gradients": ["grads"]},
-            tolerance={"output": TOLERANCE, "grads": TOLERANCE},
-        )
-        for k in SEGMENTS
-    ]
+    out = [Phase(None, n, [_case(seed, k, expected, None, "output") for k in VALUES_SEGMENTS])]
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    plain = driver.reference(_inputs(seed, 1, MEMORY))
+    expected = {"output": plain["output"], "grads": plain["grads"]}
+    for k in MEMORY_SEGMENTS:
+        out.append(Phase(f"memory, {k} segments", n, [_case(seed, k, expected, MEMORY, "memory")]))
+    return out
 
 
 def _runs(facts: Facts) -> list[tuple[int, dict[str, Any] | None, str | None]]:
-    """(segments, the result tree or None, why there is none) for every case."""
+    """(segments, the result tree or None, why there is none) for every case, the memory cases' included."""
     out: list[tuple[int, dict[str, Any] | None, str | None]] = []
     for g in facts.groups:
         for i, case in enumerate(g.cases):
@@ -76,10 +103,6 @@ def _runs(facts: Facts) -> list[tuple[int, dict[str, Any] | None, str | None]]:
             else:
                 out.append((k, None, case_failure(g, i, 0) or "no result"))
     return out
-
-
-def _kib(n: float) -> str:
-    return f"{n / 1024:,.1f} KiB"
 
 
 def output(facts: Facts) -> Outcome:
@@ -211,68 +234,79 @@ def recompute(facts: Facts) -> Outcome:
     )
 
 
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
 def memory(facts: Facts) -> Outcome:
     ref = bounds()
     plain = ref["plain_peak"]
     problems: list[str] = []
     good = total = 0
-    series: dict[str, list[list[float]]] = {"peak": [], "kept": []}
-    figures: dict[str, Any] = {"plain_peak_bytes": plain, "plain_kept_bytes": ref["plain_kept"]}
-    for k, tree, why in _runs(facts):
+    measured: list[list[float]] = []
+    figures: dict[str, Any] = {"plain_live_peak_bytes": plain, "overhead_bytes": OVERHEAD}
+    for g in facts.groups:
+        if not g.phase or not g.cases:
+            continue
+        case = g.cases[0]
+        k = int(case.inputs[0]["segments"])
         total += 1
-        bound = ALLOWANCE * ref["peaks"][k]
-        if tree is None:
-            problems.append(f"{k} segments: the run did not finish ({why})")
+        allowed, peak = ref["allowed"][k], memory_peak(g, 0)
+        figures[f"segments_{k}"] = {"peak_bytes": peak, "allowed_bytes": allowed}
+        if peak is None:
+            why = case_failure(g, 0, 0) or "this grader could not read its memory from the kernel"
+            problems.append(f"{k} segments: the memory was not measured ({why})")
             continue
-        peak, kept = tree.get("peak_bytes"), tree.get("kept_bytes")
-        if not isinstance(peak, int) or not isinstance(kept, int):
-            problems.append(f"{k} segments: the driver's measurement is missing: leave torch and the driver unchanged")
-            continue
-        series["peak"].append([k, round(peak / 1024, 1)])
-        series["kept"].append([k, round(kept / 1024, 1)])
-        figures[f"segments_{k}"] = {"peak_bytes": peak, "kept_bytes": kept, "bound_bytes": round(bound)}
-        forward = _forward_problem(tree)
-        where = f"{k} segments: peak {_kib(peak)} ({peak / plain:.2f} of plain's {_kib(plain)})"
-        if forward:
-            problems.append(f"{k} segments: a figure counts only for a stack that ran: {forward}")
-        elif peak > bound:
+        measured.append([k, round(peak / 2**20, 1)])
+        wrong = case_failure(g, 0, 0, part="memory")
+        if peak > allowed:
             advice = (
-                " Nothing was saved: run each segment under torch.utils.checkpoint.checkpoint (or your own"
-                " autograd Function that saves only the segment's input and recomputes the segment in backward)."
-                if peak >= 0.9 * plain
-                else f" Checkpointing {k} segments keeps about {k} block inputs ({_kib(k * INPUT_BYTES)}) through the"
-                f" forward and then holds one segment of {LAYERS // k} blocks at a time; you kept {_kib(kept)} at the"
-                " end of the forward. Keep only each segment's input, and recompute one segment at a time."
+                " Nothing was saved: run each segment under torch.utils.checkpoint.checkpoint (or your own autograd"
+                " Function that saves only the segment's input and recomputes the segment in backward)."
+                if peak - OVERHEAD >= 0.8 * plain
+                else f" Checkpointing {k} segments keeps {k} segment inputs"
+                f" ({_mib(k * input_bytes(MEMORY))}) through the forward and then holds the activations of one"
+                f" segment of {LAYERS // k} blocks at a time: keep only each segment's input, and recompute one"
+                " segment at a time."
             )
-            problems.append(f"{where}, above the {_kib(bound)} allowed.{advice}")
+            problems.append(
+                f"{k} segments, {case.label}: the process's memory rose by {_mib(peak)} (measured by the kernel,"
+                f" outside your code), above the {_mib(allowed)} allowed ({ALLOWANCE:.2f} x the"
+                f" {_mib(ref['peaks'][k])} of tensors a reference checkpointing of {k} segments holds at its peak,"
+                f" plus {_mib(OVERHEAD)} for Python and torch; plain backpropagation holds {_mib(plain)}).{advice}"
+            )
+        elif wrong is not None:
+            problems.append(
+                f"{k} segments, {case.label}: the memory ({_mib(peak)}) counts only for a stack whose output and"
+                f" gradients are right, and these are not ({wrong}); see the other checks"
+            )
         else:
             good += 1
     chart = {
-        "title": f"Live bytes during forward and backward of {LAYERS} blocks, by segment count",
+        "title": f"Memory during forward and backward of {LAYERS} blocks, by segment count",
         "x_label": "segments k",
-        "y_label": "KiB",
+        "y_label": "MiB",
         "series": [
-            {"name": "plain backprop, peak", "points": [[k, round(plain / 1024, 1)] for k in SEGMENTS]},
-            {"name": "yours, peak", "points": series["peak"]},
-            {"name": "yours, kept after the forward", "points": series["kept"]},
-            {"name": "allowed peak", "points": [[k, round(ALLOWANCE * ref["peaks"][k] / 1024, 1)] for k in SEGMENTS]},
+            {"name": "plain backprop, live tensors", "points": [[k, round(plain / 2**20, 1)] for k in SEGMENTS]},
+            {
+                "name": "reference checkpointing, live tensors",
+                "points": [[k, round(ref["peaks"][k] / 2**20, 1)] for k in SEGMENTS],
+            },
+            {"name": "yours, measured by the kernel", "points": measured},
+            {"name": "allowed", "points": [[k, round(ref["allowed"][k] / 2**20, 1)] for k in MEMORY_SEGMENTS]},
         ],
     }
     data = {"figures": figures, "chart": chart}
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if problems:
-        more = f" ({len(problems) - 1} more segment counts over too)" if len(problems) > 1 else ""
+        more = f" ({len(problems) - 1} more segment counts wrong too)" if len(problems) > 1 else ""
         return Outcome(False, problems[0] + more, data, fraction=good / total)
-    shown = "; ".join(
-        f"k={k}: {_kib(figures[f'segments_{k}']['peak_bytes'])} ({figures[f'segments_{k}']['peak_bytes'] / plain:.2f})"
-        for k in SEGMENTS
-        if f"segments_{k}" in figures
-    )
+    shown = "; ".join(f"k={k}: {y:,.1f} MiB" for k, y in measured)
     return Outcome(
         True,
-        f"peak live bytes, plain backpropagation {_kib(plain)}; yours {shown}, against 1/sqrt({LAYERS}) ="
-        f" {1 / math.sqrt(LAYERS):.2f} (chart below)",
+        f"the memory your stack added, measured by the kernel: {shown}, each within its bound; plain"
+        f" backpropagation holds {_mib(plain)} of tensors at its peak (chart below)",
         data,
         fraction=1.0,
     )

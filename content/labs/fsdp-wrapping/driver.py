@@ -8,15 +8,17 @@ model from the seed it is given (``build_model``), calls your ``wrap(model, stra
 - ``probe`` (the next call, on the same wrapped model): one more forward and backward pass with
   the gradient reduce-scatter turned off (``set_requires_gradient_sync(False)`` on every FSDP
   module), so that every byte a rank sends during the call is an all-gather of parameters: the
-  grader counts them. While it runs, the driver counts the bytes of the parameters that are
-  unsharded at that moment (plain tensors on the modules, not ``DTensor`` shards) at every
-  operation autograd records or replays, and keeps the largest count: the peak of unsharded
-  parameter bytes. It also reports which modules are FSDP units and how each parameter was
+  grader counts them. It also reports which modules are FSDP units and how each parameter was
   sharded right after ``wrap``.
+- ``memory``: in a group of ranks of its own per strategy, a wider model built on the meta
+  device, wrapped by you, given only each rank's shards, then one forward and backward. The
+  kernel counts the memory each rank holds (its control group's high-water, read outside your
+  code); ``release_freed_buffers`` makes that count follow the tensors that are alive.
 """
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import torch
@@ -116,29 +118,6 @@ def _is_dtensor(p: torch.Tensor) -> bool:
     from torch.distributed.tensor import DTensor
 
     return isinstance(p, DTensor)
-
-
-def _peak_sampler(model: nn.Module) -> tuple[Any, Any]:
-    """(sample, peak): ``sample(t)`` records the unsharded parameter bytes now and returns ``t``.
-
-    FSDP swaps each module's parameters between full tensors and DTensor shards, so the slots
-    (module, parameter name) are read afresh at every sample; listing them once keeps it cheap.
-    """
-    from torch.distributed.tensor import DTensor
-
-    slots = [(m._parameters, name) for m in model.modules() for name in m._parameters]
-    peak = [0]
-
-    def sample(t: Any) -> Any:
-        now = 0
-        for params, name in slots:
-            p = params.get(name)
-            if p is not None and not isinstance(p, DTensor):
-                now += p.numel() * p.element_size()
-        peak[0] = max(peak[0], now)
-        return t
-
-    return sample, peak
 
 
 def _sharding(model: nn.Module) -> dict[str, dict[str, Any]]:
@@ -251,12 +230,12 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def probe(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """One forward and backward of the wrapped model with no gradient reduce-scatter; the units and the peak.
+    """One forward and backward of the wrapped model with no gradient reduce-scatter; its units.
 
     Runs on the model ``train`` wrapped and trained (and refuses to run if that call failed).
     ``units``: the names of the modules that are FSDP units (``"(root)"`` for the model itself).
     ``sharding``: per parameter right after ``wrap``, whether it is a ``DTensor``, its placements
-    and its local rows. ``peak_bytes``: the most unsharded parameter bytes seen at once.
+    and its local rows.
     """
     from torch.distributed.fsdp import FSDPModule
 
@@ -269,14 +248,112 @@ def probe(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     for m in model.modules():
         if isinstance(m, FSDPModule):
             m.set_requires_gradient_sync(False, recurse=False)
-    sample, peak = _peak_sampler(model)
-    sample(None)
-
     x, y = make_batch(int(inputs["seed"]) + 1000, inputs["dims"], int(inputs["batch"]))
-    with torch.autograd.graph.saved_tensors_hooks(sample, sample):
-        loss = loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size))
-        loss.backward()
-    return {"units": units, "sharding": sharding, "peak_bytes": peak[0]}
+    loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size)).backward()
+    return {"units": units, "sharding": sharding}
+
+
+def release_freed_buffers() -> None:
+    """Buffers of 64 KiB and more come straight from the kernel and go back to it when freed.
+
+    glibc's malloc otherwise keeps freed buffers of up to 32 MiB in its heap for reuse, and raises
+    that size as the process frees larger ones: the memory a process holds then depends on the
+    order of its allocations, not only on what it keeps alive. Fixing the thresholds
+    (``mallopt``) makes the kernel's count follow the tensors that are alive.
+    """
+    libc = ctypes.CDLL(None)
+    libc.mallopt(-3, 64 << 10)  # M_MMAP_THRESHOLD
+    libc.mallopt(-1, 128 << 10)  # M_TRIM_THRESHOLD
+
+
+def fill_rows(t: torch.Tensor, name: str, seed: int, rows: tuple[int, int], shape: torch.Size) -> None:
+    """Rows ``rows`` of the parameter ``name`` (of full ``shape``) in the memory model, written into ``t``.
+
+    A formula of each element's place in the full tensor (no random generator to run through): each
+    rank fills only its own rows, and the grader fills the whole tensor the same way. ``norm.*``
+    around 1, everything else within +-1/sqrt(width).
+    """
+    width = shape[-1]
+    cols = 1 if len(shape) == 1 else int(torch.Size(shape[1:]).numel())
+    start, stop = rows
+    phase = (seed % 1000) / 1000 + (sum(map(ord, name)) % 97) / 97
+    scale, offset = (0.2, 1.0) if name.startswith("norm.") else (2 * width**-0.5, 0.0)
+    values = torch.arange(start * cols, stop * cols, dtype=torch.float64)  # one buffer, every step in place
+    values.mul_(0.6180339887498949).add_(phase).frac_().sub_(0.5).mul_(scale).add_(offset)
+    t.copy_(values.view(stop - start, *shape[1:]))
+
+
+def memory_model(submission: Any, inputs: dict[str, Any]) -> nn.Module:
+    """The memory model, built on the meta device, wrapped by ``wrap``, then given this rank's storage.
+
+    Nothing is ever whole on a rank before FSDP gathers it: ``to_empty`` gives each parameter its
+    local shard only (or the whole tensor, for a parameter no unit holds), filled by ``fill_rows``.
+    """
+    from torch.distributed.tensor import DTensor
+
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    dims = inputs["dims"]
+    with torch.device("meta"):
+        model = Net(dims["width"], dims["blocks"])
+    out = submission.wrap(model, str(inputs["strategy"]))
+    model = model if out is None else out
+    model.to_empty(device="cpu")
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if isinstance(p, DTensor):
+                piece = p.to_local()
+                per = -(-p.shape[0] // world_size)  # torch.chunk's rows per rank
+                start = min(rank * per, p.shape[0])
+                fill_rows(piece, name, int(inputs["seed"]), (start, start + piece.shape[0]), p.shape)
+            else:
+                fill_rows(p, name, int(inputs["seed"]), (0, p.shape[0]), p.shape)
+    return model
+
+
+def local_sums(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Per parameter, the sum of each of this rank's rows of its gradient (its local shard's, for a DTensor)."""
+    out = {}
+    for name, p in model.named_parameters():
+        g = None if p.grad is None else local(p.grad).detach()
+        out[name] = torch.full((1,), torch.nan) if g is None else g.reshape(g.shape[0], -1).sum(1)
+    return out
+
+
+def memory(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The memory case of one strategy, in a group of ranks of its own: the kernel measures what each rank holds.
+
+    Builds the memory model with your ``wrap`` (``memory_model``), then one forward and backward
+    on this rank's shard of the global batch, with FSDP's gradient reduce-scatter as in training.
+    Returns the loss and, per parameter, the sums of this rank's rows of the averaged gradient.
+    """
+    release_freed_buffers()
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = memory_model(submission, inputs)
+    x, y = make_batch(int(inputs["seed"]) + 1, inputs["dims"], int(inputs["batch"]))
+    loss = loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size))
+    loss.backward()
+    return {"loss": loss.detach().reshape(1).clone(), "grad_rows": local_sums(model)}
+
+
+def memory_reference(inputs: dict[str, Any], world_size: int) -> list[dict[str, Any]]:
+    """What ``memory`` returns on each rank when every unit averages its gradients, computed on one process."""
+    dims = inputs["dims"]
+    model = Net(dims["width"], dims["blocks"])
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            fill_rows(p, name, int(inputs["seed"]), (0, p.shape[0]), p.shape)
+    x, y = make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    losses = [loss_fn(model, shard(x, r, world_size), shard(y, r, world_size)) for r in range(world_size)]
+    (sum(losses) / world_size).backward()
+    out = []
+    for r in range(world_size):
+        rows = {}
+        for name, p in model.named_parameters():
+            per = -(-p.shape[0] // world_size)
+            g = p.grad.detach()[r * per : (r + 1) * per]
+            rows[name] = g.reshape(g.shape[0], -1).sum(1)
+        out.append({"loss": losses[r].detach().reshape(1).clone(), "grad_rows": rows})
+    return out
 
 
 def reference(inputs: dict[str, Any]) -> dict[str, Any]:

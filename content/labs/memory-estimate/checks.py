@@ -1,10 +1,11 @@
-"""Trusted checks for memory-estimate: per-submission model sizes, the grader's own measurement, the rules.
+"""Trusted checks for memory-estimate: per-submission model sizes, the grader's own figures, the rules.
 
 Never mounted into the sandbox. The expected figures are computed here, on this lab's own copy
 of the public driver's models: parameters, gradients and AdamW state by counting (every
-trainable parameter has one gradient and two moments of its size), activations by the same
-``saved_tensors_hooks`` count the driver makes. The driver's in-rank measurement (with a real
-backward and a real ``torch.optim.AdamW`` step) comes back in the result and must agree.
+trainable parameter has one gradient and two moments of its size: tests/labs/test_memory_estimate.py
+checks that against a real backward and a real ``torch.optim.AdamW`` step), activations by the
+driver's ``saved_tensors_hooks`` count run here. Nothing measured in the rank is judged: only
+the student's figures (results) come back, and they are compared with these.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
                 driver="estimate",
                 label=_label(config),
                 inputs=[config],
-                expected=[{"measured": expected}],  # the driver's in-rank measurement must equal it
+                expected=[{"figures": expected}],  # computed here: the student's estimates are compared with it
             )
         )
     return out
@@ -93,24 +94,21 @@ class Pair:
 
     def __init__(self, case: Case, variant: str, tree: Any) -> None:
         self.case, self.variant = case, variant
-        self.want: dict[str, int] = case.expected[0]["measured"][variant]
-        self.other: dict[str, int] = case.expected[0]["measured"]["checkpointed" if variant == "plain" else "plain"]
+        self.want: dict[str, int] = case.expected[0]["figures"][variant]
+        self.other: dict[str, int] = case.expected[0]["figures"]["checkpointed" if variant == "plain" else "plain"]
         self.where = f"{case.label}, checkpointing={variant == 'checkpointed'}"
         self.problem: str | None = None
         self.got: dict[str, Any] = {}
         if not isinstance(tree, dict):
             self.problem = "the driver returned no result (see the error above)"
             return
-        got = tree.get("estimate", {}).get(variant, {})
-        measured = tree.get("measured", {}).get(variant, {})
-        self.got = got
-        if "error" in got:
+        estimates = tree.get("estimate")
+        got = estimates.get(variant) if isinstance(estimates, dict) else None
+        self.got = got if isinstance(got, dict) else {}
+        if not isinstance(got, dict):
+            self.problem = "the driver returned no estimate (see the error above)"
+        elif "error" in got:
             self.problem = f"estimate_memory_consumption {got['error']}"
-        elif any(measured.get(k) != self.want[k] for k in (*FIGURES, "total")):
-            self.problem = (
-                f"the figures the driver measured in your process ({ {k: measured.get(k) for k in FIGURES} }) differ"
-                f" from the grader's own ({ {k: self.want[k] for k in FIGURES} }): leave torch and the driver unchanged"
-            )
 
     def value(self, key: str) -> float | str:
         v = self.got.get(key)

@@ -1,19 +1,23 @@
-"""Public driver for memory-estimate: the two models, and how the grader measures them.
+"""Public driver for memory-estimate: the two models, the figures, and how the grader calls you.
 
 Not secret: read it to see exactly what the grader does. For each model the driver builds
-it from the configuration it is given, calls your ``estimate_memory_consumption`` twice
-(``checkpointing=False``, then ``True``) on a copy of it, and then measures a fresh copy
-itself (``measure``):
+it from the configuration it is given and calls your ``estimate_memory_consumption`` twice
+(``checkpointing=False``, then ``True``), each time on a fresh copy. Your figures are compared,
+outside your code, with the figures the grader computes there on its own copy of the model
+(never with anything measured in your process):
 
 - ``parameters``: the bytes of every parameter (``model.parameters()``);
-- ``gradients``: the bytes of every ``.grad`` after one backward pass;
-- ``optimizer_state``: the bytes of ``exp_avg`` and ``exp_avg_sq`` in the state of a real
-  ``torch.optim.AdamW`` after one ``step()`` (its 4-byte ``step`` counters are left out);
+- ``gradients``: the bytes of the ``.grad`` one backward pass leaves in every trainable parameter;
+- ``optimizer_state``: the bytes of ``exp_avg`` and ``exp_avg_sq``, one of each per trainable
+  parameter and of its size, as a real ``torch.optim.AdamW`` keeps after one ``step()`` (its
+  4-byte ``step`` counters are left out);
 - ``activations``: the bytes that autograd saves for backward during one forward pass
-  ``model(batch)``, counted with ``torch.autograd.graph.saved_tensors_hooks``: every
-  distinct storage once, its whole size, parameters excluded (they are counted above).
+  ``model(batch)``, counted with ``torch.autograd.graph.saved_tensors_hooks``
+  (``activation_bytes``): every distinct storage once, its whole size, parameters excluded
+  (they are counted above).
 
-What it returns is compared, outside your code, with the same measurement made there.
+``measure(config, checkpointing)`` makes those figures with a real backward pass and a real
+AdamW step: run it yourself to check your function.
 """
 
 from __future__ import annotations
@@ -203,13 +207,11 @@ def _figures(estimate: Any) -> dict[str, Any]:
 
 
 def estimate(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Calls the student's function with and without checkpointing, then measures; returns both."""
+    """Calls the student's function with and without checkpointing, each on a fresh model; returns both."""
     config = dict(inputs)
-    result: dict[str, Any] = {"estimate": {}, "measured": {}}
+    result: dict[str, Any] = {"estimate": {}}
     for name, flag in (("plain", False), ("checkpointed", True)):
         model = build_model(config)
         batch = make_batch(config)
         result["estimate"][name] = _figures(submission.estimate_memory_consumption(model, batch, flag))
-    for name, flag in (("plain", False), ("checkpointed", True)):
-        result["measured"][name] = measure(config, flag)
     return result

@@ -2,18 +2,19 @@
 
 Never mounted into the sandbox. The expected output and logsumexp are ``driver.reference``
 (the whole score matrix at once, float64), run here, outside the sandbox, on this lab's own copy
-of the public driver. The memory rule reads the peak of live bytes that the driver measured
-during the student's call (in the rank, so untrusted: it can only cost points, never earn values).
+of the public driver. The memory rule reads what the kernel measured outside the rank: the
+rank's memory high-water (``memory_peak``) in a phase that makes one larger call alone.
 """
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import torch
 
 from labs import training
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.judge import Case, Facts, Outcome, Phase, case_failure, memory_peak, result
 from labs.public import load_public
 
 BATCH, HEADS, N, D = 1, 2, 1024, 16
@@ -22,14 +23,17 @@ BATCH, HEADS, N, D = 1, 2, 1024, 16
 CASES = ((16, 1.0, "output"), (24, 1.0, "output"), (64, 1.0, "output"), (24, 20.0, "large-logits"),
          (100, 20.0, "large-logits"))  # fmt: skip
 TOLERANCE = (1e-9, 1e-11)
-MATRIX_BYTES = BATCH * HEADS * N * N * 8  # one full N x N float64 score matrix
+# The memory case, alone in a phase: one head of N = 2048 queries and keys, tiles of 64 keys.
+MEMORY = {"batch": 1, "heads": 1, "n": 2048, "d": D, "tile_size": 64, "scale": 1.0}
+MATRIX_BYTES = int(MEMORY["batch"] * MEMORY["heads"] * MEMORY["n"] ** 2 * 8)  # its full score matrix: 32 MiB
+SAMPLED = 64  # queries of the memory case compared with attention computed here, drawn after the run
 
 
 def _inputs(seed: int, tile: int, scale: float) -> dict[str, Any]:
     return {"seed": seed, "batch": BATCH, "heads": HEADS, "n": N, "d": D, "tile_size": tile, "scale": scale}
 
 
-def cases(world_size: int, gen: torch.Generator) -> list[Case]:
+def values_cases(gen: torch.Generator) -> list[Case]:
     driver = load_public(__file__, "driver")
     seeds = {scale: int(torch.randint(0, 2**31 - 1, (1,), generator=gen)) for scale in {s for _, s, _ in CASES}}
     # One draw per scale, computed in full once and shared by that scale's tile sizes.
@@ -51,6 +55,55 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
             )
         )
     return out
+
+
+def memory_case(gen: torch.Generator) -> Case:
+    """Its values are compared at queries drawn after the run (``sampled_failure``): no reference in full here."""
+    inputs = {"seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)), **MEMORY, "memory": True}
+    return Case(
+        check="memory",
+        fn="tiled_attention",
+        driver="attention",
+        label=f"N = {MEMORY['n']}, {MEMORY['heads']} head, tiles of {MEMORY['tile_size']}",
+        inputs=[inputs],
+        expected=[{}],
+        parts={"memory": []},
+    )
+
+
+def sampled_failure(inputs: dict[str, Any], tree: Any) -> str | None:
+    """Why neither ``out`` nor ``lse`` is right at ``SAMPLED`` queries drawn now, or None.
+
+    Each query's output depends on its own row of ``q`` and every key and value: attention for a
+    few rows is cheap, and a call cannot know which rows will be compared.
+    """
+    driver = load_public(__file__, "driver")
+    q, k, v = driver.make_qkv(inputs)
+    rows = torch.tensor(sorted(secrets.SystemRandom().sample(range(q.shape[-2]), SAMPLED)))
+    scores = q[..., rows, :] @ (k.transpose(-2, -1) / q.shape[-1] ** 0.5)
+    lse = torch.logsumexp(scores, dim=-1)
+    out = torch.exp(scores - lse[..., None]) @ v
+    got = tree if isinstance(tree, dict) else {}
+    mine = {}
+    for key, want in (("out", q), ("lse", lse)):
+        t = got.get(key)
+        shape = tuple(want.shape) if key == "out" else tuple(q.shape[:-1])
+        if not isinstance(t, torch.Tensor) or tuple(t.shape) != shape:
+            return f"{key} is not a tensor of shape {shape}"
+        mine[key] = t[..., rows, :] if key == "out" else t[..., rows]
+    if _close(mine["out"], out) or _close(mine["lse"], lse):
+        return None
+    i = int(rows[0])
+    return (
+        f"at query {i}, lse is {float(mine['lse'].reshape(-1)[0]):.6g}, expected {float(lse.reshape(-1)[0]):.6g}, and"
+        f" out differs too (compared at {SAMPLED} queries)"
+    )
+
+
+def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
+    """The five cases at N = 1024, then the memory case alone: the kernel's high-water covers that call only."""
+    n = world_sizes[0]
+    return [Phase(None, n, values_cases(gen)), Phase("memory", n, [memory_case(gen)])]
 
 
 def _mib(n: float) -> str:
@@ -138,49 +191,42 @@ def logsumexp(facts: Facts) -> Outcome:
 
 
 def memory(facts: Facts) -> Outcome:
-    good = total = 0
-    problems: list[str] = []
-    figures: dict[str, Any] = {"full_matrix_bytes": MATRIX_BYTES}
-    for g in facts.groups:
-        for i, case in enumerate(g.cases):
-            total += 1
-            tile = int(case.inputs[0]["tile_size"])
-            tree = result(g, i, 0)
-            peak = tree.get("peak_bytes") if isinstance(tree, dict) else None
-            if not isinstance(peak, int):
-                why = case_failure(g, i, 0) or "no measurement"
-                problems.append(f"{case.label}: the call did not finish ({why})")
-                continue
-            figures[f"tile_{tile}_scale_{case.inputs[0]['scale']:g}"] = {"peak_bytes": peak}
-            # A peak says something only about a call that computed attention: its out or its lse is right.
-            right = case_failure(g, i, 0, part=case.check) is None or case_failure(g, i, 0, part="logsumexp") is None
-            if peak >= MATRIX_BYTES:
-                problems.append(
-                    f"{case.label}: your call held {_mib(peak)} at its peak, at least one full {N} x {N} score"
-                    f" matrix per head ({_mib(MATRIX_BYTES)} for {BATCH * HEADS} heads). Compute the scores one"
-                    f" key/value tile at a time, (batch, heads, N, {tile}), and keep only the running max, sum"
-                    " and output between tiles"
-                )
-            elif not right:
-                problems.append(
-                    f"{case.label}: the peak ({_mib(peak)}) counts only for a call that computed attention, and"
-                    " neither this out nor this lse is right (see those checks)"
-                )
-            else:
-                good += 1
-    data = {"figures": figures}
-    if not total:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    if problems:
-        more = (
-            f" ({len(problems) - 1} more {'case' if len(problems) == 2 else 'cases'} too)" if len(problems) > 1 else ""
+    groups = [g for g in facts.groups if g.phase == "memory" and g.cases]
+    if not groups:
+        return Outcome(False, "no cases were run for this check", fraction=0.0)
+    g = groups[0]
+    case = g.cases[0]
+    n, tile = int(case.inputs[0]["n"]), int(case.inputs[0]["tile_size"])
+    peak = memory_peak(g, 0)
+    data: dict[str, Any] = {"peak_bytes": peak, "full_matrix_bytes": MATRIX_BYTES}
+    where = f"the memory case ({case.label})"
+    if peak is None:
+        why = case_failure(g, 0, 0) or "this grader could not read its memory from the kernel"
+        return Outcome(False, f"In {where}, the memory was not measured ({why}).", data, fraction=0.0)
+    if peak >= MATRIX_BYTES:
+        return Outcome(
+            False,
+            f"In {where}, the process's memory rose by {_mib(peak)} during your call (measured by the kernel, outside"
+            f" your code), at least one full {n} x {n} score matrix ({_mib(MATRIX_BYTES)}). Compute the scores one"
+            f" key/value tile at a time, (batch, heads, {n}, {tile}), and keep only the running max, sum and output"
+            " between tiles.",
+            data,
+            fraction=0.0,
         )
-        return Outcome(False, problems[0] + "." + more, data, fraction=good / total)
-    peaks = [v["peak_bytes"] for k, v in figures.items() if k.startswith("tile_")]
+    tree = result(g, 0, 0)
+    why = case_failure(g, 0, 0) if tree is None else sampled_failure(case.inputs[0], tree)
+    if why is not None:
+        return Outcome(
+            False,
+            f"In {where}, the memory ({_mib(peak)}) counts only for a call that computed attention, and neither its out"
+            f" nor its lse is right ({why}); see the other checks.",
+            data,
+            fraction=0.0,
+        )
     return Outcome(
         True,
-        f"your peak of live bytes stayed between {_mib(min(peaks))} and {_mib(max(peaks))}, below one full score"
-        f" matrix ({_mib(MATRIX_BYTES)}; attention computed in full holds about twice that)",
+        f"the process's memory rose by {_mib(peak)} during your call with N = {n}, measured by the kernel: below"
+        f" one full score matrix ({_mib(MATRIX_BYTES)}; attention computed in full holds about twice that)",
         data,
         fraction=1.0,
     )

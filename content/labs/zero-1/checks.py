@@ -2,6 +2,9 @@
 
 Never mounted into the sandbox. The reference is ``torch.optim.AdamW`` on one process and
 the whole global batch, run here on this lab's own copy of the public driver's model and data.
+Whether the state is sharded is judged from what the kernel measured outside the ranks: each
+rank's memory high-water in a group of its own (``memory_peak``), where the driver steps one
+optimizer per layer on layers large enough for 2P/N and 2P to be told apart.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 import torch
 
 from labs import training
-from labs.judge import Case, Facts, Outcome, result
+from labs.judge import Case, Facts, Outcome, Phase, case_failure, memory_peak, result
 from labs.public import load_public
 
 DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB; full AdamW state is twice that
@@ -20,9 +23,13 @@ BATCH = 24  # global batch: equal shards on 2, 3 and 4 ranks
 STEPS = 4
 HYPER = {"lr": 0.01, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.1}
 TOLERANCE = (1e-9, 1e-11)  # (rtol, atol) in float64
-SHARD_COPIES = 3  # tensors of one shard's size a rank may hold: two moments and a copy of its parameters
-SLACK = 16384  # bytes on top (step counters, small bookkeeping)
-FOUND = 0.9  # a rank's measured state must hold at least this fraction of its two moments
+# The memory case: float64 layers of width x width weights and a bias, one ZeroAdamW each, stepped
+# in a group of MEMORY_WORLD_SIZE ranks of its own (the kernel's high-water covers that loop alone).
+MEMORY = {"width": 544, "layers": 8, "steps": 2}
+MEMORY_WORLD_SIZE = 2
+TEMPORARIES = 4  # layer-size buffers a step may hold at once: the gradient, flat copies, the all-gather's output
+OVERHEAD = 15 << 20  # what a rank's Python, torch and gloo add as they run (measured 6-11 MiB), and slack
+DIGEST_TOLERANCE = (1e-9, 1e-9)
 
 
 def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
@@ -41,51 +48,103 @@ def ranks_identical(facts: Facts) -> Outcome:
     )
 
 
-def reference(inputs: dict[str, Any]) -> dict[str, Any]:
-    """``torch.optim.AdamW`` on one process with the whole global batch."""
-    driver = load_public(__file__, "driver")
-    dims, batch = list(inputs["dims"]), int(inputs["batch"])
-    model = driver.build_model(int(inputs["seed"]), dims)
-    optimizer = torch.optim.AdamW(
-        model.parameters(),
+def _adamw(params: list[torch.Tensor], inputs: dict[str, Any]) -> torch.optim.AdamW:
+    return torch.optim.AdamW(
+        params,
         lr=inputs["lr"],
         betas=tuple(inputs["betas"]),
         eps=inputs["eps"],
         weight_decay=inputs["weight_decay"],
         foreach=False,
     )
+
+
+def reference(inputs: dict[str, Any]) -> dict[str, Any]:
+    """``torch.optim.AdamW`` on one process with the whole global batch; then the next batch's gradients."""
+    driver = load_public(__file__, "driver")
+    dims, batch, steps = list(inputs["dims"]), int(inputs["batch"]), int(inputs["steps"])
+    model = driver.build_model(int(inputs["seed"]), dims)
+    optimizer = _adamw(list(model.parameters()), inputs)
     first: dict[str, torch.Tensor] = {}
-    for step in range(int(inputs["steps"])):
+    for step in range(steps):
         optimizer.zero_grad()
         x, y = driver.make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
         driver.loss_fn(model, x, y).backward()
         optimizer.step()
         if step == 0:
             first = {name: p.detach().clone() for name, p in model.named_parameters()}
-    return {"first": first, "params": {name: p.detach().clone() for name, p in model.named_parameters()}}
+    optimizer.zero_grad()
+    x, y = driver.make_batch(int(inputs["seed"]) + 1 + steps, dims, batch)
+    driver.loss_fn(model, x, y).backward()
+    return {
+        "first": first,
+        "params": {name: p.detach().clone() for name, p in model.named_parameters()},
+        "grads": {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None},
+    }
 
 
-def cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+def memory_reference(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The memory case's layers after ``torch.optim.AdamW`` on one process: the driver's digest."""
+    driver = load_public(__file__, "driver")
+    layers = driver.memory_layers(int(inputs["seed"]), int(inputs["width"]), int(inputs["layers"]))
+    params = [p for pair in layers for p in pair]
+    optimizer = _adamw(params, inputs)
+    for _ in range(int(inputs["steps"])):
+        for p in params:  # each layer's gradient depends on that layer alone: all at once is the same
+            p.grad = driver.memory_gradient(p)
+        optimizer.step()
+    return {"digest": driver.digest(layers)}
+
+
+def training_case(world_size: int, seed: int) -> Case:
     inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, **HYPER}
     expected = reference(inputs)
-    return [
-        Case(
-            check="first-step",
-            fn="ZeroAdamW",
-            driver="train",
-            label=f"{STEPS} AdamW steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}",
-            inputs=[dict(inputs) for _ in range(world_size)],
-            expected=[expected for _ in range(world_size)],
-            inplace=False,
-            measure=True,
-            parts={"first-step": ["first"], "parameters": ["params"]},
-            tolerance={"first": TOLERANCE, "params": TOLERANCE},
-        )
-    ]
+    return Case(
+        check="first-step",
+        fn="ZeroAdamW",
+        driver="train",
+        label=f"{STEPS} AdamW steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}",
+        inputs=[dict(inputs) for _ in range(world_size)],
+        expected=[expected for _ in range(world_size)],
+        inplace=False,
+        measure=True,
+        parts={"first-step": ["first"], "parameters": ["params"], "zero-grad": ["grads"]},
+        tolerance={"first": TOLERANCE, "params": TOLERANCE, "grads": TOLERANCE},
+    )
 
 
-UNFINISHED = training.UNFINISHED.replace("{} check", "first-step check")
+def memory_numel() -> int:
+    return int(MEMORY["layers"]) * (int(MEMORY["width"]) ** 2 + int(MEMORY["width"]))
+
+
+def memory_case(world_size: int, seed: int) -> Case:
+    inputs = {"seed": seed, **MEMORY, **HYPER}
+    expected = memory_reference(inputs)
+    mib = memory_numel() * 8 / 2**20
+    return Case(
+        check="sharded-state",
+        fn="ZeroAdamW",
+        driver="memory",
+        label=(
+            f"{MEMORY['steps']} steps of {MEMORY['layers']} layers of {MEMORY['width']} x {MEMORY['width']}"
+            f" ({mib:.1f} MiB of parameters), one ZeroAdamW per layer"
+        ),
+        inputs=[dict(inputs) for _ in range(world_size)],
+        expected=[expected for _ in range(world_size)],
+        inplace=False,
+        parts={"sharded-state": ["digest"]},
+        tolerance={"digest": DIGEST_TOLERANCE},
+    )
+
+
+def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
+    """Training at every world size (values), then the memory case in a group of its own."""
+    out = []
+    for n in world_sizes:
+        out.append(Phase(None, n, [training_case(n, int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))]))
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    out.append(Phase("memory", MEMORY_WORLD_SIZE, [memory_case(MEMORY_WORLD_SIZE, seed)]))
+    return out
 
 
 FIRST_STEP = (
@@ -156,93 +215,93 @@ def parameters(facts: Facts) -> Outcome:
     return _judge(facts, "parameters", hint)
 
 
-def _held(tree: dict[str, Any]) -> str:
-    tensors = tree.get("state_tensors") or []
-    return ", ".join(f"{path} ({size} B)" for path, size in tensors[:3]) or "none"
+def allowed_bytes(world_size: int) -> dict[str, int]:
+    """What a rank of the memory case may add to its memory, and what it is made of (bytes)."""
+    width, layers = int(MEMORY["width"]), int(MEMORY["layers"])
+    layer = width * width + width
+    parts = {
+        "parameters": layers * layer * 8,
+        "moments": 2 * layers * math.ceil(layer / world_size) * 8,
+        "temporaries": TEMPORARIES * layer * 8,
+        "overhead": OVERHEAD,
+    }
+    return {**parts, "allowed": sum(parts.values()), "full_moments": 2 * layers * layer * 8}
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def _memory_groups(facts: Facts) -> list[Any]:
+    return [g for g in facts.groups if g.phase == "memory"]
 
 
 def sharded_state(facts: Facts) -> Outcome:
-    problems: list[str] = []
-    data: dict[str, Any] = {}
-    sharded: list[str] = []
-    unfinished: list[str] = []
-    total = 0
-    for g, i, case in training.cases_judging(facts, "parameters"):
-        total += 1
-        n = g.world_size
-        numel = sum(t.numel() for t in case.expected[0]["params"].values())
-        element = 8  # float64
-        allowed, full = SHARD_COPIES * math.ceil(numel / n) * element + SLACK, 2 * numel * element
-        needed = FOUND * 2 * (numel // n) * element
-        trees = [result(g, i, r) for r in range(n)]
-        held = [t.get("state_bytes") if isinstance(t, dict) else None for t in trees]
-        data[f"world_size_{n}"] = {"state_bytes_per_rank": held, "allowed_per_rank": allowed, "full_adamw_state": full}
-        if any(not isinstance(h, int) for h in held):
-            unfinished.append(str(n))
-        elif over := [r for r in range(n) if held[r] > allowed]:
-            r = over[0]
-            problems.append(
-                f"world size {n}: rank {r}'s optimizer holds {held[r]} bytes of tensors (largest: {_held(trees[r])});"
-                f" ZeRO-1 keeps Adam's two moments only for its own 1/N slice of the {numel} parameters, at most"
-                f" {SHARD_COPIES} x ceil({numel}/{n}) x 8 + {SLACK} = {allowed} bytes (full AdamW state would be"
-                f" {full}). Split the flattened parameters into {n} near-equal slices, keep moments for yours only,"
-                " and do not keep full-size buffers between steps"
-            )
-        elif under := [r for r in range(n) if held[r] < needed]:
-            r = under[0]
-            problems.append(
-                f"world size {n}: rank {r}'s optimizer holds only {held[r]} bytes of tensors, less than two moments"
-                f" for a 1/N slice ({round(needed / FOUND)} bytes): split the parameters evenly and keep exp_avg and"
-                " exp_avg_sq as tensors in attributes of your ZeroAdamW"
-            )
-        else:
-            sharded.append(f"world size {n}: {held}")
-    if not total:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    equivalent = first_step(facts).passed and parameters(facts).passed
-    if not equivalent and sharded:
+    groups = _memory_groups(facts)
+    if not groups or not groups[0].cases:
+        return Outcome(False, "no cases were run for this check", fraction=0.0)
+    g = groups[0]
+    n = g.world_size
+    budget = allowed_bytes(n)
+    peaks = [memory_peak(g, r) for r in range(n)]
+    data: dict[str, Any] = {"peak_bytes_per_rank": peaks, **{f"{k}_bytes": v for k, v in budget.items()}}
+    where = f"the memory case ({n} ranks, {g.cases[0].label})"
+    wrong = [(r, why) for r in range(n) if (why := case_failure(g, 0, r, part="sharded-state"))]
+    if any(p is None for p in peaks):
+        r = peaks.index(None)
+        why = case_failure(g, 0, r) or "this grader could not read its memory from the kernel"
+        return Outcome(False, f"In {where}, rank {r}'s memory was not measured ({why}).", data, fraction=0.0)
+    over = [(r, p) for r, p in enumerate(peaks) if p is not None and p > budget["allowed"]]
+    problems = []
+    if over:
+        r, peak = over[0]
         problems.append(
-            f"the state is sharded (bytes per rank, {'; '.join(sharded)}), but training is not equivalent to AdamW"
-            " yet: fix the parameters (see those checks) to earn these points"
+            f"in {where}, rank {r}'s memory rose by {_mib(peak)} while your optimizers ran (measured by the kernel,"
+            f" outside your process), more than the {_mib(budget['allowed'])} allowed with N = {n}: the"
+            f" {_mib(budget['parameters'])} of parameters, {_mib(budget['moments'])} of moments for a 1/N slice of"
+            f" every layer, {TEMPORARIES} layer-size temporaries ({_mib(budget['temporaries'])}) and"
+            f" {_mib(OVERHEAD)} for Python and torch. Full AdamW state on every rank adds"
+            f" {_mib(budget['full_moments'])}."
+            " Keep exp_avg and exp_avg_sq for this rank's contiguous 1/N slice of the flattened parameters only (not"
+            " whole parameters: a layer's weight is most of it), and let full-size buffers go at the end of step()"
         )
-    if unfinished:
-        problems.append(UNFINISHED.format(training.sizes(unfinished), "the state could not be measured"))
-    good = len(sharded) if equivalent else 0
+    if wrong:
+        r, why = wrong[0]
+        problems.append(
+            f"in {where}, the parameters after training are wrong on rank {r} ({why}); the memory counts only for"
+            " optimizers that train like AdamW"
+        )
+    equivalent = first_step(facts).passed and parameters(facts).passed
+    if not equivalent and not problems:
+        problems.append(
+            f"the state is sharded (at most {_mib(max(p for p in peaks if p is not None))} per rank), but training"
+            " is not equivalent to AdamW yet: fix the parameters (see those checks) to earn these points"
+        )
     if problems:
-        message = "; ".join(problems[:3]) + "."
-        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
-    return Outcome(True, "each rank holds Adam state for about 1/N of the parameters, and training is AdamW's", data)
+        message = "; ".join(problems) + "."
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=0.0)
+    shown = ", ".join(_mib(p) for p in peaks if p is not None)
+    return Outcome(
+        True,
+        f"each rank's memory rose by at most {_mib(max(p for p in peaks if p is not None))} ({shown}; allowed"
+        f" {_mib(budget['allowed'])}, full AdamW state alone would add {_mib(budget['full_moments'])}), and"
+        " training is AdamW's",
+        data,
+    )
+
+
+def _zero_grad_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    if case_failure(g, i, rank, part="parameters") is not None:
+        return "The parameters were already wrong (see that check), so the gradients at them are too: fix those first."
+    return (
+        "After the last step the driver called zero_grad() and ran one more backward: a gradient that still"
+        " holds earlier steps' values was not cleared. zero_grad() must clear the gradients of every parameter,"
+        " not only those of this rank's slice (set p.grad = None, or zero it)."
+    )
 
 
 def zero_grad(facts: Facts) -> Outcome:
-    total = good = 0
-    bad: list[str] = []
-    unfinished: list[str] = []
-    for g, i, _ in training.cases_judging(facts, "parameters"):
-        if not training.finished(g, i):
-            total += g.world_size
-            unfinished.append(str(g.world_size))
-            continue
-        for r in range(g.world_size):
-            total += 1
-            if result(g, i, r).get("zero_grad_cleared") is True:
-                good += 1
-            elif not bad:
-                bad.append(f"world size {g.world_size}, rank {r}")
-    if not total:
-        return Outcome(False, "no cases were run for this check", fraction=0.0)
-    problems = []
-    if bad:
-        problems.append(
-            f"{bad[0]}: after zero_grad() some parameter's .grad was still nonzero. zero_grad() must clear the"
-            " gradients of every parameter, not only those of this rank's slice (set p.grad = None, or zero it)"
-        )
-    if unfinished:
-        problems.append(UNFINISHED.format(training.sizes(unfinished), "zero_grad() was not tried"))
-    if problems:
-        message = "; ".join(problems)
-        return Outcome(False, message[0].upper() + message[1:] + ".", fraction=good / total)
-    return Outcome(True, "zero_grad() cleared every gradient on every rank", fraction=1.0)
+    return training.judge(facts, "zero-grad", _zero_grad_hint, success="one backward after zero_grad()")
 
 
 RULES = {

@@ -1,24 +1,29 @@
-"""Public driver for zero-1: the training loop every rank runs around your ``ZeroAdamW``.
+"""Public driver for zero-1: the training loops every rank runs around your ``ZeroAdamW``.
 
-Not secret: read it to see exactly what the grader does. Each rank builds the same
-float64 model from the seed it is given, and at every step calls your ``zero_grad()``,
-computes the mean squared error over its equal shard of the global batch, calls
-``backward()``, averages the gradients over the ranks itself (one all-reduce), and
-calls your ``step()``. After the last step it measures the tensors your optimizer
-object holds (``held_tensors``). What it returns is compared, outside your code, with
+Not secret: read it to see exactly what the grader does.
+
+``train``: each rank builds the same float64 model from the seed it is given, and at every step
+calls your ``zero_grad()``, computes the mean squared error over its equal shard of the global
+batch, calls ``backward()``, averages the gradients over the ranks itself (one all-reduce), and
+calls your ``step()``. After the last step it calls ``zero_grad()`` once more and computes one
+more averaged gradient. What it returns is compared, outside your code, with
 ``torch.optim.AdamW`` on one process and the whole global batch.
+
+``memory``: runs in a group of ranks of its own, so that the kernel's count of the memory each
+rank holds (its control group's high-water, read outside your process) covers this loop alone.
+Each rank holds the same float64 layers, gives each layer its own ``ZeroAdamW`` and steps
+them one layer at a time; its result (per layer, the sum and the sum of squares of the
+parameters after the last step) is compared with ``torch.optim.AdamW``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import itertools
-import types
 from typing import Any
 
 import torch
 import torch.distributed as dist
-
-MAX_NODES = 50_000  # objects visited when measuring the optimizer's tensors
 
 
 def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
@@ -67,78 +72,12 @@ def average_gradients(model: torch.nn.Module) -> None:
         offset += g.numel()
 
 
-def held_tensors(optimizer: Any, model: torch.nn.Module, submission: Any) -> list[tuple[str, int]]:
-    """``(path, bytes)`` of every tensor storage reachable from the optimizer, largest first.
-
-    Reached from: the optimizer object (its attributes, containers, nested objects,
-    closures), its class's attributes, the submission module's globals and attributes
-    set on the parameters. The model's parameters and their ``.grad`` do not count, nor does
-    any tensor's ``.grad`` (e.g. of a copy of a slice handed to an inner optimizer); a view
-    counts its whole storage (that is the memory it keeps alive).
-    """
-    params = list(model.parameters())
-    excluded = {p.untyped_storage().data_ptr() for p in params}
-    excluded |= {p.grad.untyped_storage().data_ptr() for p in params if p.grad is not None}
-    found: dict[int, tuple[str, int]] = {}
-    seen: set[int] = set()
-    stack: list[tuple[Any, str]] = [(optimizer, "optimizer")]
-    stack += [(v, f"{type(optimizer).__name__}.{k}") for k, v in vars(type(optimizer)).items()]
-    stack += [(v, f"submission.{k}") for k, v in vars(submission).items() if not isinstance(v, types.ModuleType)]
-    stack += [(vars(p), f"parameter {name}") for name, p in model.named_parameters()]
-    stack.reverse()  # depth first from the optimizer itself, before any global can use up the budget
-    while stack and len(seen) < MAX_NODES:
-        obj, path = stack.pop()
-        if id(obj) in seen or isinstance(obj, types.ModuleType | str | bytes | int | float | bool | None):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, torch.Tensor):
-            storage = obj.untyped_storage()
-            ptr = storage.data_ptr()
-            if ptr not in excluded and ptr not in found and storage.nbytes():
-                found[ptr] = (path, storage.nbytes())
-            stack += [(v, f"{path}.{k}") for k, v in vars(obj).items()]
-        elif isinstance(obj, dict):
-            stack += [(v, f"{path}[{_name(k)}]") for k, v in obj.items()]
-            stack += [(k, f"{path} key") for k in obj if isinstance(k, torch.Tensor)]
-        elif isinstance(obj, list | tuple | set | frozenset):
-            stack += [(v, f"{path}[{i}]") for i, v in enumerate(obj)]
-        elif isinstance(obj, types.FunctionType | types.MethodType):
-            fn = getattr(obj, "__func__", obj)
-            cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
-            stack += [(v, f"{path} closure") for v in [*cells, *(fn.__defaults__ or ())]]
-            if isinstance(obj, types.MethodType):
-                stack.append((obj.__self__, f"{path}.__self__"))
-        elif isinstance(obj, type):
-            continue
-        else:
-            attrs = dict(getattr(obj, "__dict__", {}))
-            for slot in getattr(type(obj), "__slots__", ()):
-                if hasattr(obj, slot):
-                    attrs[slot] = getattr(obj, slot)
-            stack += [(v, f"{path}.{k}") for k, v in attrs.items()]
-    return sorted(found.values(), key=lambda item: -item[1])
-
-
-def _name(key: Any) -> str:
-    if isinstance(key, torch.Tensor):
-        return f"<tensor of shape {tuple(key.shape)}>"
-    return repr(key)[:40]
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 - an empty cell raises
-    except ValueError:
-        return False
-    return True
-
-
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Data-parallel AdamW training with the student's ``ZeroAdamW``; returns what the judge compares.
 
     ``first``: the parameters after the first ``step()``; ``params``: after the last.
-    ``state_bytes`` / ``state_tensors``: what the optimizer holds after the last step.
-    ``zero_grad_cleared``: whether ``zero_grad()`` left every ``.grad`` None or zero.
+    ``grads``: after the last step, ``zero_grad()`` and one more backward on the next global batch,
+    the averaged gradients (what is left of earlier steps' gradients shows here).
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     dims, batch = list(inputs["dims"]), int(inputs["batch"])
@@ -152,7 +91,8 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     )
     first: dict[str, torch.Tensor] = {}
     losses = []
-    for step in range(int(inputs["steps"])):
+    steps = int(inputs["steps"])
+    for step in range(steps):
         optimizer.zero_grad()
         x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
         loss = loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size))
@@ -162,14 +102,92 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         losses.append(float(loss.detach()))
         if step == 0:
             first = {name: p.detach().clone() for name, p in model.named_parameters()}
-    held = held_tensors(optimizer, model, submission)
     optimizer.zero_grad()
-    cleared = all(p.grad is None or not bool(p.grad.any()) for p in model.parameters())
+    x, y = make_batch(int(inputs["seed"]) + 1 + steps, dims, batch)
+    loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size)).backward()
+    average_gradients(model)
     return {
         "first": first,
         "params": {name: p.detach().clone() for name, p in model.named_parameters()},
-        "state_bytes": sum(size for _, size in held),
-        "state_tensors": [[path, size] for path, size in held[:5]],
-        "zero_grad_cleared": cleared,
+        "grads": {
+            name: torch.full(p.shape, torch.nan, dtype=p.dtype) if p.grad is None else p.grad.detach().clone()
+            for name, p in model.named_parameters()
+        },
         "losses": torch.tensor(losses, dtype=torch.float64),
     }
+
+
+def spread(count: int, start: float, bound: float) -> torch.Tensor:
+    """``count`` float64 values in [-bound, bound), spread evenly (a golden-ratio sequence from ``start``)."""
+    out = torch.arange(count, dtype=torch.float64)  # one buffer, every step in place: large buffers are not free
+    return out.mul_(0.6180339887498949).add_(start).frac_().sub_(0.5).mul_(2 * bound)
+
+
+def memory_layers(seed: int, width: int, layers: int) -> list[list[torch.nn.Parameter]]:
+    """``layers`` pairs [weight (width x width), bias (width)], float64, each from ``seed`` and its place."""
+    bound = width**-0.5
+    out = []
+    for k in range(layers):
+        start = (seed % 9973) / 9973 + k / layers
+        weight = spread(width * width, start, bound).view(width, width)
+        bias = spread(width, start + 0.5, bound)
+        out.append([torch.nn.Parameter(weight), torch.nn.Parameter(bias)])
+    return out
+
+
+def memory_gradient(p: torch.Tensor) -> torch.Tensor:
+    """The gradient a layer's parameter gets at each step: that of ``1.5 ||p||^2`` at its current values."""
+    return p.detach() * 3.0
+
+
+def digest(layers: list[list[torch.Tensor]]) -> torch.Tensor:
+    """Per layer, the sum and the sum of squares of its parameters (float64, shape (layers, 2))."""
+    rows = []
+    with torch.no_grad():
+        for pair in layers:
+            flat = [p.reshape(-1) for p in pair]
+            rows.append([sum(float(f.sum()) for f in flat), sum(float(f.dot(f)) for f in flat)])
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+def release_freed_buffers() -> None:
+    """Buffers of 64 KiB and more come straight from the kernel and go back to it when freed.
+
+    glibc's malloc otherwise keeps freed buffers of up to 32 MiB in its heap for reuse, and raises
+    that size as the process frees larger ones: the memory a process holds then depends on the
+    order of its allocations, not only on what it keeps alive. Fixing the thresholds
+    (``mallopt``) makes the kernel's count follow the tensors that are alive.
+    """
+    libc = ctypes.CDLL(None)
+    libc.mallopt(-3, 64 << 10)  # M_MMAP_THRESHOLD
+    libc.mallopt(-1, 128 << 10)  # M_TRIM_THRESHOLD
+
+
+def memory(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """One ``ZeroAdamW`` per layer, stepped a layer at a time; the kernel measures this group's memory.
+
+    At every step, for each layer in turn: set each parameter's ``.grad`` to ``memory_gradient``,
+    call that layer's ``step()``, then drop the gradients (``p.grad = None``): at any moment
+    the ranks hold every layer's parameters, your optimizers' state, and one layer's gradients.
+    Returns ``{"digest": digest(layers)}``.
+    """
+    release_freed_buffers()
+    layers = memory_layers(int(inputs["seed"]), int(inputs["width"]), int(inputs["layers"]))
+    optimizers = [
+        submission.ZeroAdamW(
+            iter(pair),
+            lr=float(inputs["lr"]),
+            betas=(float(inputs["betas"][0]), float(inputs["betas"][1])),
+            eps=float(inputs["eps"]),
+            weight_decay=float(inputs["weight_decay"]),
+        )
+        for pair in layers
+    ]
+    for _ in range(int(inputs["steps"])):
+        for pair, optimizer in zip(layers, optimizers, strict=True):
+            for p in pair:
+                p.grad = memory_gradient(p)
+            optimizer.step()
+            for p in pair:
+                p.grad = None
+    return {"digest": digest(layers)}

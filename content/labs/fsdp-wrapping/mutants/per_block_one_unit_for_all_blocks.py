@@ -1,4 +1,4 @@
-# per-block wraps the Linear layers inside each block instead of the blocks themselves
+# per-block passes the list of blocks to one fully_shard call: all blocks become a single unit, whole at once
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 
@@ -9,8 +9,6 @@ def wrap(model: nn.Module, strategy: str) -> nn.Module:
             if isinstance(module, nn.Linear):
                 fully_shard(module)
     elif strategy == "per-block":
-        for block in model.blocks:
-            fully_shard(block.up)
-            fully_shard(block.down)
+        fully_shard(list(model.blocks))
     fully_shard(model)
     return model

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from labs import cgroups, judge, sandbox, seccomp, template, uids
+from labs import cgroups, judge, pidns, sandbox, seccomp, template, uids
 from labs.feedback import NPROC, OUTPUT_BYTES, summarise
 from labs.judge import Facts, GroupRun, RankRun
 from labs.pool import WarmPool
@@ -244,7 +244,7 @@ class Grader:
         lease: uids.UidLease | None = None
         job_groups: cgroups.JobCgroups | None = None
         zygote: int | None = None
-        namespace = cgroups.sandbox_namespace(box.proc.pid) if box.sandboxed else None
+        namespace = pidns.sandbox_namespace(box.proc.pid) if box.sandboxed else None
         try:
             lease = lease_uids()
             if self.cgroups is not None and box.sandboxed:
@@ -253,7 +253,7 @@ class Grader:
                 job_groups = self.cgroups.job(
                     ranks=max(g.world_size for g in groups), memory_mb=int(limits["memory_mb"]), pids_per_rank=NPROC
                 )
-                inside = cgroups.processes_in(namespace, cgroups.descendants(box.proc.pid))
+                inside = pidns.processes_in(namespace, pidns.descendants(box.proc.pid))
                 job_groups.adopt(inside.values())
                 zygote = inside.get(int(box.info.get("pid") or -1))  # the ranks' parent, on the host
             deadline = time.monotonic() + float(limits["wall_s"]) + 10.0
@@ -307,7 +307,7 @@ class Grader:
                 if job_groups is not None:
                     job_groups.close()
                 elif namespace is not None:
-                    cgroups.wait_empty(namespace)
+                    pidns.wait_empty(namespace)
             finally:
                 if lease is not None:
                     lease.release()
@@ -404,9 +404,9 @@ def place_ranks(
 
     The ranks are the zygote's children (``zygote``: its host pid), else found among every process."""
     job.begin_group(g)
-    host = cgroups.processes_in(namespace, cgroups.children(zygote)) if zygote is not None else {}
+    host = pidns.processes_in(namespace, pidns.children(zygote)) if zygote is not None else {}
     if not all(pid in host for pid in pids):
-        host = cgroups.processes_in(namespace)
+        host = pidns.processes_in(namespace)
     for rank, pid in enumerate(pids):
         if isinstance(pid, int) and pid in host:  # a rank that already exited has nothing to limit
             job.place(host[pid], rank)

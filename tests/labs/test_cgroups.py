@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from labs import cgroups, uids
+from labs import cgroups, pidns, uids
 from labs.judge import GroupRun, RankRun, memory_peak
 
 from .conftest import solution
@@ -94,8 +94,8 @@ def test_the_kernels_files_are_read_as_numbers() -> None:
     assert cgroups.parse_limit("9223372036854771712\n") is None  # v1's "unlimited"
     assert cgroups.parse_limit("536870912\n") == 512 << 20
     status = "Name:\tpython3\nTgid:\t4242\nNSpid:\t4242\t7\nNSpgid:\t4242\t1\n"
-    assert cgroups.parse_nspid(status) == [4242, 7]
-    assert cgroups.parse_nspid("Name:\tx\n") == []
+    assert pidns.parse_nspid(status) == [4242, 7]
+    assert pidns.parse_nspid("Name:\tx\n") == []
 
 
 def test_worker_group_names_carry_their_owner() -> None:

@@ -11,9 +11,12 @@ from typing import Any
 
 import torch
 
-from labs import training
+from labs import (
+    scan,  # tensors found by value in the files' bytes
+    training,
+)
 from labs.judge import Case, Facts, Outcome, Phase, case_failure, result
-from labs.public import load_public, load_trusted
+from labs.public import load_public
 
 DIMS = [32, 128, 128, 8]  # 21,768 float64 parameters: 170 KiB, 510 KiB with AdamW's two moments
 BATCH = 16  # global batch: equal shares on 4 and 2 ranks
@@ -22,7 +25,6 @@ HYPER = {"lr": 0.01, "weight_decay": 0.1}
 TOLERANCE = (1e-9, 1e-11)  # float64: sharded gradients are averaged in another order
 CHECKPOINT = "checkpoint"  # the folder, in the phases' shared directory, that ``path`` names (driver.checkpoint_dir)
 DRIVER = load_public(__file__, "driver")
-scan = load_trusted(__file__, "scan")  # tensors found by value in the files' bytes
 
 
 def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:

@@ -24,8 +24,9 @@ from typing import Any
 
 import torch
 
+from labs import scan  # tensors found by value in the files' bytes
 from labs.judge import Case, Facts, GroupRun, Outcome, Phase, result
-from labs.public import load_public, load_trusted
+from labs.public import load_public
 
 TORCHRUN = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 NODES = {2: 2, 3: 3, 4: 2}  # nodes the ranks of each world size are spread over
@@ -33,8 +34,6 @@ TOLERANCE = (1e-9, 1e-11)  # float64; DDP sums the ranks' gradients in another o
 EXIT_MISSING = 2
 PATTERN = r"^step-(\d+)\.pt$"  # a complete checkpoint's name in CHECKPOINT_DIR: the number of steps done
 CHECKPOINTS, FINAL = "checkpoints", "final.pt"  # CHECKPOINT_DIR and FINAL_MODEL_PATH in a launch's folder
-
-scan = load_trusted(__file__, "scan")  # tensors found by value in the files' bytes
 
 
 def _draw(gen: torch.Generator, low: int, high: int) -> int:

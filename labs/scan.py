@@ -6,7 +6,7 @@ The files are the student's bytes: unpickling them (``torch.load`` without ``wei
 tensor as one contiguous run of its little-endian values, so a tensor is found by reading each
 file as float64 at each of the eight byte offsets and looking for a run of values equal to the
 tensor's, within a tolerance (a sharded computation rounds differently from one process).
-This file is the same in every lab that uses it (each lab folder is a version of its own).
+Shared by the labs that judge files by content (crash-resume, checkpoint-resharding); never mounted in a sandbox.
 """
 
 from __future__ import annotations

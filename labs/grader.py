@@ -232,6 +232,7 @@ class Grader:
                     "world_size": g.world_size,
                     "phase": g.phase,
                     "expect_crash": g.expect_crash,
+                    "shares_dir": g.shares_dir,
                     "fault_plan": g.fault is not None,  # only that one follows the inputs: the plan never enters a rank
                     "calls": [
                         {"fn": c.fn, "inplace": c.inplace, "measure": c.measure, "driver": c.driver} for c in g.cases
@@ -455,6 +456,7 @@ def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
                     phase=p.name,
                     expect_crash=p.expect_crash,
                     fault=p.fault,
+                    shares_dir=p.shares_dir,
                 )
                 for p in checks.phases(sizes, gen)
             ]

@@ -285,7 +285,7 @@ def set_up(job: dict[str, Any], group: dict[str, Any], rank: int, uid: int, me: 
     public = job.get("public_dir")
     if public:
         sys.path.insert(0, str(public))
-    os.environ["RINGLAB_SHARED_DIR"] = str(job.get("shared_dir") or "")
+    os.environ["RINGLAB_SHARED_DIR"] = str(job.get("shared_dir") or "") if group.get("shares_dir") else ""
     if job.get("entry") == "script":  # the student's script joins the group itself, from torchrun's variables
         os.environ.update(script.torchrun_env(rank, int(group["world_size"]), int(group["master_ports"][0])))
     else:

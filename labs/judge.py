@@ -67,6 +67,7 @@ class Phase:
     cases: list[Case]
     expect_crash: bool = False
     fault: dict[str, Any] | None = None
+    shares_dir: bool = False  # its ranks see the scratch directory that the phases sharing one pass on
 
 
 @dataclass
@@ -101,6 +102,7 @@ class GroupRun:
     files: dict[str, bytes] = field(default_factory=dict)
     file_sizes: dict[str, int] = field(default_factory=dict)
     files_truncated: bool = False
+    shares_dir: bool = False  # Phase.shares_dir: its ranks see the phases' shared scratch directory
     fault: dict[str, Any] | None = None  # Phase.fault: the plan the zygote carried out (never sent to a rank)
     # What the zygote observed and did for that plan (labs.faults.Injector.close); empty without a plan.
     fault_report: dict[str, Any] = field(default_factory=dict)

@@ -165,9 +165,11 @@ class Zygote:
         preload(self.job.get("preload") or [])
         self.prepare_files()
         for g, group in enumerate(self.job["groups"]):
+            if self.job.get("shared_dir"):  # closed to a group that does not share it
+                os.chmod(str(self.job["shared_dir"]), 0o777 if group.get("shares_dir") else 0)
             status, infos = self.run_group(g, group)
             self.tell({"kind": "group_end", "group": g, "status": status, "ranks": infos})
-            if self.job.get("shared_dir"):
+            if group.get("shares_dir"):
                 self.send_files(g)
             if status != "ok" and not (status == "crashed" and group.get("expect_crash")):
                 break
@@ -187,8 +189,8 @@ class Zygote:
                 os.chmod(path, 0o444)
             os.chmod(folder, 0o555)
             self.job["public_dir"] = folder
-        if any(group.get("phase") for group in self.job["groups"]):
-            # Only phases (save on 4 ranks, load on 2) share a directory; a function lab's ranks share none.
+        if any(group.get("shares_dir") for group in self.job["groups"]):
+            # Only phases that ask for it (save on 4 ranks, load on 2) share a directory; other ranks share none.
             shared = os.path.join(base, "shared")
             os.mkdir(shared)
             os.chmod(shared, 0o777)

@@ -73,7 +73,10 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
         parts={"resumed-step": ["resumed"]},
         tolerance={"resumed": TOLERANCE},
     )
-    return [Phase("save", save_on, [setup, *train, save]), Phase("load", load_on, [prepare, load, report, resume])]
+    return [
+        Phase("save", save_on, [setup, *train, save], shares_dir=True),
+        Phase("load", load_on, [prepare, load, report, resume], shares_dir=True),
+    ]
 
 
 def sharded_save(facts: Facts) -> Outcome:

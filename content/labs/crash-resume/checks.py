@@ -101,10 +101,21 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
             label = f"the script started without {', '.join(unset)}"
             cases.insert(0, _case("environment", label, missing, {"unset": unset}))
         watch = {"dir": f"{folder}/{CHECKPOINTS}", "pattern": PATTERN}
-        out.append(Phase("first launch", n, cases, expect_crash=True, fault=watch | {"kill": {"at": at, **victim}}))
+        out.append(
+            Phase(
+                "first launch",
+                n,
+                cases,
+                expect_crash=True,
+                fault=watch | {"kill": {"at": at, **victim}},
+                shares_dir=True,
+            )
+        )
         label = f"relaunched on {n} ranks after {'a crash while saving' if check == 'half-written' else 'a crash'}"
         relaunch = [{"env": _env(n, r, folder, seed, again, total, every)} for r in range(n)]
-        out.append(Phase("relaunch", n, [_case(check, label, relaunch, want)], fault=watch | {"kill": None}))
+        out.append(
+            Phase("relaunch", n, [_case(check, label, relaunch, want)], fault=watch | {"kill": None}, shares_dir=True)
+        )
     return out
 
 

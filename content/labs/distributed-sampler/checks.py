@@ -4,6 +4,14 @@ Never mounted into the sandbox. There is no single reference permutation: any sa
 the right properties gets full marks. The rules put the ranks' index lists side by side,
 per world size, configuration and epoch (coverage, equal counts, a new shuffle every epoch,
 the same indices for the same seed and epoch).
+
+Everything a rank returns is computed in the student's process, which can rewrite it: a process
+that remembers its first pass can report it again for every later pass and every later sampler,
+so lists from one process can look reproducible when the sampler is not. Determinism therefore
+counts only across processes: each world size runs twice, the second time in new processes (as
+after a restart) that list epoch 2 first. A process cannot know what another one yielded; only
+indices that are a function of (seed, epoch) agree. The first process's repeated passes still
+name the mistake in the message.
 """
 
 from __future__ import annotations
@@ -14,9 +22,11 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.judge import Case, Facts, Outcome, Phase, case_failure, result
 
 EPOCHS = 3
+RESTARTED = "restarted"  # the phase that builds the samplers again in new processes
+RESTART_ORDER = [2, 0, 1]  # its epochs: the last one first, as a job resumed at epoch 2
 ADVICE_SAME = (
     "every rank must draw the same permutation (a torch.Generator seeded with seed + epoch, never with"
     " the rank) and take its own disjoint share of it"
@@ -52,6 +62,24 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     ]
 
 
+def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
+    """Per world size: the driver's passes, then the same configurations in new processes."""
+    out = []
+    for n in world_sizes:
+        first = cases(n, gen)
+        configs = first[0].inputs[0]["configs"]
+        again = Case(
+            check="deterministic",
+            fn="ShardedSampler",
+            driver="restarted",
+            label=f"the same configurations in new processes, epochs {', '.join(map(str, RESTART_ORDER))}",
+            inputs=[{"configs": configs, "order": RESTART_ORDER} for _ in range(n)],
+            expected=[{} for _ in range(n)],
+        )
+        out += [Phase(None, n, first), Phase(RESTARTED, n, [again])]
+    return out
+
+
 def _name(config: dict[str, Any]) -> str:
     return f"data set of {config['size']}" + ("" if config["shuffle"] else " with shuffle=False")
 
@@ -79,6 +107,8 @@ Unit = tuple[Any, dict[str, Any], list[dict[str, Any]] | None, str | None]
 def _units(facts: Facts, shuffled_only: bool = False) -> Iterator[Unit]:
     """(group, config, every rank's lists for it or None, why not) per world size and configuration."""
     for g in facts.groups:
+        if g.phase == RESTARTED:
+            continue
         for i, case in enumerate(g.cases):
             configs = case.inputs[0]["configs"]
             trees, why = [], None
@@ -239,25 +269,60 @@ def epochs_differ(facts: Facts) -> Outcome:
     return _judge(facts, _epoch_problem, good, _epoch_advice, shuffled=True)
 
 
-def _determinism_problem(g: Any, config: dict[str, Any], ranks: list[dict[str, Any]]) -> str | None:
-    for e in range(EPOCHS):
-        for r, c in enumerate(ranks):
-            if c["again"][e] != c["epochs"][e]:
-                return f"epoch {e}: rank {r}'s second pass over the sampler yielded other indices than its first"
-            if c["fresh"][e] != c["epochs"][e]:
+def _restarted(facts: Facts, n: int, k: int) -> tuple[list[list[list[int]]] | None, str]:
+    """Every rank's passes (by epoch) over configuration ``k`` in the new processes of world size ``n``."""
+    for g in facts.groups:
+        if g.phase != RESTARTED or g.world_size != n:
+            continue
+        passes = []
+        for r in range(n):
+            tree, failure = result(g, 0, r), case_failure(g, 0, r)
+            try:
+                lists = tree["configs"][k]["epochs"]
+                assert failure is None and len(lists) == EPOCHS and all(map(_ints, lists))
+            except (AssertionError, KeyError, IndexError, TypeError):
                 return (
-                    f"epoch {e}: a new sampler with the same seed (set_epoch called for epochs"
-                    f" {EPOCHS - 1}..0) yielded other indices on rank {r}"
+                    None,
+                    f"rank {r} of the restarted processes did not return its lists ({failure or 'malformed result'})",
                 )
-    if not config["shuffle"]:
-        for e in range(1, EPOCHS):
+            passes.append(lists)
+        return passes, ""
+    return None, "the restarted processes never ran (an earlier group failed)"
+
+
+def _determinism_problem(facts: Facts) -> Problem:
+    def problem(g: Any, config: dict[str, Any], ranks: list[dict[str, Any]]) -> str | None:
+        k = next(k for k, c in enumerate(g.cases[0].inputs[0]["configs"]) if c is config)
+        restarted, why = _restarted(facts, g.world_size, k)
+        if restarted is None:
+            return why
+        for e in RESTART_ORDER:
             for r, c in enumerate(ranks):
-                if c["epochs"][e] != c["epochs"][0]:
-                    return f"shuffle=False, but rank {r}'s indices in epoch {e} differ from epoch 0"
+                if restarted[r][e] != c["epochs"][e]:
+                    return (
+                        f"epoch {e}: a new process (as after a restart) that called set_epoch({e}) first got other"
+                        f" indices on rank {r} than the first process did in epoch {e}"
+                    )
+        for e in range(EPOCHS):
+            for r, c in enumerate(ranks):
+                if c["again"][e] != c["epochs"][e]:
+                    return f"epoch {e}: rank {r}'s second pass over the sampler yielded other indices than its first"
+                if c["fresh"][e] != c["epochs"][e]:
+                    return (
+                        f"epoch {e}: a new sampler with the same seed (set_epoch called for epochs"
+                        f" {EPOCHS - 1}..0) yielded other indices on rank {r}"
+                    )
+        if not config["shuffle"]:
+            for e in range(1, EPOCHS):
+                for r, c in enumerate(ranks):
+                    if c["epochs"][e] != c["epochs"][0]:
+                        return f"shuffle=False, but rank {r}'s indices in epoch {e} differ from epoch 0"
+            return None
+        if all(c["epochs"][0] == c["other_seed"] for c in ranks):
+            return f"seeds {config['seed']} and {config['seed'] + 1} gave the same indices in epoch 0 on every rank"
         return None
-    if all(c["epochs"][0] == c["other_seed"] for c in ranks):
-        return f"seeds {config['seed']} and {config['seed'] + 1} gave the same indices in epoch 0 on every rank"
-    return None
+
+    return problem
 
 
 def _determinism_advice(problem: str) -> str:
@@ -266,14 +331,15 @@ def _determinism_advice(problem: str) -> str:
     if "seeds" in problem:
         return "The permutation must depend on the seed: seed the generator with seed + epoch."
     return (
-        "The indices must be a function of (seed, epoch) only: make a new torch.Generator seeded with seed + epoch"
+        "The indices must be a function of (seed, epoch) only, the same in any process and after any earlier"
+        " passes: make a new torch.Generator seeded with seed + epoch"
         " in every __iter__, not one generator in __init__ that advances with each pass (or the global RNG)."
     )
 
 
 def deterministic(facts: Facts) -> Outcome:
     good = "the same seed and epoch gave the same indices, another seed others"
-    return _judge(facts, _determinism_problem, good, _determinism_advice)
+    return _judge(facts, _determinism_problem(facts), good, _determinism_advice)
 
 
 RULES = {

@@ -5,8 +5,10 @@ Not secret: read it to see exactly what the grader does. For each configuration 
 ``ShardedSampler(size, world_size, rank, shuffle=..., seed=...)`` and, for epochs 0, 1 and 2,
 calls ``set_epoch(epoch)`` and lists the indices it yields, twice in a row. It then lists the
 same epochs again from a second sampler built with the same arguments (epochs visited in the
-reverse order), and epoch 0 of a third built with another seed. Nothing is compared here: the
-lists go back to the grader, which puts the ranks' lists side by side outside your code.
+reverse order), and epoch 0 of a third built with another seed. Then, in a new process per rank
+(as after a restart), ``restarted`` builds the sampler once more and lists epochs 2, 0 and 1, in
+that order. Nothing is compared here: the lists go back to the grader, which puts the ranks' lists
+side by side, and the two processes' lists, outside your code.
 """
 
 from __future__ import annotations
@@ -77,4 +79,18 @@ def sample(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
                 "other_seed": other,
             }
         )
+    return {"configs": results}
+
+
+def restarted(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A new process, as after a restart: per configuration a new sampler, one pass for each epoch of
+    ``inputs["order"]`` (the last epoch first); returns the passes by epoch, 0 first."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    order = [int(e) for e in inputs["order"]]
+    results = []
+    for config in inputs["configs"]:
+        size, shuffle, seed = int(config["size"]), bool(config["shuffle"]), int(config["seed"])
+        sampler = submission.ShardedSampler(size, world_size, rank, shuffle=shuffle, seed=seed)
+        seen = epochs(sampler, size, order)
+        results.append({"epochs": [seen[e] for e in sorted(seen)]})
     return {"configs": results}

@@ -90,3 +90,22 @@ def test_phases_share_one_scratch_directory(tree_grader) -> None:
     assert v.check("total").passed
     handoff = v.check("handoff")
     assert not handoff.passed and "FileNotFoundError" in handoff.message, handoff.message
+
+
+def test_a_group_that_does_not_share_the_scratch_directory_cannot_reach_it(tree_grader) -> None:
+    # The lab's first group (no shares_dir) runs in the same job as the save and load phases, whose
+    # directory already exists: its ranks see it, closed, and cannot plant anything there for the others.
+    code = SOLUTION + (
+        "\nimport os\n"
+        "if not os.environ.get('RINGLAB_SHARED_DIR'):\n"
+        "    assert os.path.isdir('/tmp/shared'), 'the job has no shared directory to try'\n"
+        "    try:\n"
+        "        open('/tmp/shared/planted', 'w').write('x')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    else:\n"
+        "        raise AssertionError('a group that does not share the scratch directory wrote to it')\n"
+    )
+    v = tree_grader.grade(LAB, code, world_sizes=[2])
+    assert v.check("total").passed, v.check("total").message
+    assert v.check("handoff").passed, v.check("handoff").message

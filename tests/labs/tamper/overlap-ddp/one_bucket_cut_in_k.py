@@ -1,6 +1,8 @@
 """Keeps one bucket for the whole model, as if the cap did not exist, but sends it in finish() as k
-all-reduces of equal slices, k being the number of buckets DDP's rule makes: the wire counts k
-all-reduces of the gradients' bytes, as it would for real buckets. Imitates: cap_ignored."""
+all-reduces of equal slices, k being the number of buckets DDP's rule makes, to look like k real
+buckets on the wire. It frames k full all-reduces per step, where the real buckets frame k - 1 + 1/N
+(their last, the first layer's 16 bytes, is framed as 1/N of a full one), so the bucket check still
+fails. Imitates: cap_ignored."""
 
 import torch
 import torch.distributed as dist

@@ -33,15 +33,17 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: floa
     raise SystemExit(f"server at {url} did not start:\n{log.read_text()[-3000:]}")
 
 
-def make_students(database: Path, n: int, prefix: str = "bench") -> list[str]:
-    """``n`` students and an API token each, straight in the database (sign-in is not what we measure)."""
+def make_students(database: Path | str, n: int, prefix: str = "bench") -> list[str]:
+    """``n`` students and an API token each, straight in the database (sign-in is not what we measure).
+
+    ``database`` is a SQLite file, or a SQLAlchemy URL (a PostgreSQL database)."""
     from datetime import timedelta
 
     from app.accounts.models import User
     from app.accounts.service import hasher, issue_api_token
     from app.db import make_engine, make_sessionmaker, session_scope, utcnow
 
-    engine = make_engine(f"sqlite:///{database}")
+    engine = make_engine(database if isinstance(database, str) else f"sqlite:///{database}")
     tokens = []
     password = hasher().hash("bench-password-1")
     with session_scope(make_sessionmaker(engine)) as session:

@@ -45,7 +45,8 @@ LAB = "collectives-p2p"
 
 
 @contextmanager
-def database(url: str | None) -> Iterator[str]:
+def database(url: str | None, name: str = "ringlab_bench_workers") -> Iterator[str]:
+    """``url`` as given, or a new database ``name`` on a throwaway PostgreSQL server, stopped afterwards."""
     if url:
         yield url
         return
@@ -56,7 +57,7 @@ def database(url: str | None) -> Iterator[str]:
     cluster = PostgresCluster(base)
     cluster.start()
     try:
-        yield cluster.create_database("ringlab_bench_workers")
+        yield cluster.create_database(name)
     finally:
         cluster.stop()
         shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,165 @@
+"""What a deadline rush recorded (bench/deadline.py), and the figures it prints from it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+
+from app.labs.models import Submission, SubmissionStatus
+from bench._chart import ascii_chart, write_svg
+from bench._deadline_db import Audit, rush_rate
+from bench._queueing import capacity_table
+from bench.grading import percentile
+from bench.quizzes import Recorder, report
+
+STUDY = ("quiz start", "answer save", "next card", "rating", "quiz submit")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A real solution to submit: a lab's reference, or one of its mutants (wrong on purpose)."""
+
+    lab: str
+    name: str
+    code: str
+
+    @property
+    def right(self) -> bool:
+        return self.name == "solution"
+
+
+@dataclass
+class Sent:
+    student: int
+    piece: Piece
+    id: int | None = None  # set once the app acknowledged it (202)
+    status: str | None = None  # the verdict status the student saw
+    seen_s: float | None = None  # the student's clock: POST -> verdict seen
+
+
+@dataclass
+class Rush:
+    sent: list[Sent] = field(default_factory=list)
+    labs: Recorder = field(default_factory=Recorder)  # submit and poll requests
+    study: Recorder = field(default_factory=Recorder)  # the studying students' requests
+
+
+def spread(label: str, values: list[float]) -> str:
+    if not values:
+        return f"  {label}: none"
+    return (
+        f"  {label} (n={len(values)}): p50 {percentile(values, 0.5):.1f} s  p95 {percentile(values, 0.95):.1f} s  "
+        f"max {max(values):.1f} s"
+    )
+
+
+def summary(
+    args: argparse.Namespace,
+    rush: Rush,
+    found: dict[int, Submission],
+    samples: list[tuple[float, int, int]],
+    load: float,
+    rush_audit: Audit,
+    unacknowledged: int,
+    again: tuple[float, dict[int, Submission], Audit],
+) -> bool:
+    """Print the figures; True when nothing was lost or double-graded and no request failed."""
+    acked = [s for s in rush.sent if s.id is not None]
+    right = sum(1 for s in rush.sent if s.piece.right)
+    print(
+        f"deadline rush: {args.students} students, {len(rush.sent)} submissions ({right} right, "
+        f"{len(rush.sent) - right} wrong) to {', '.join(args.labs)}, arriving over {args.window:g} s; "
+        f"{args.studying} others studying; {args.web} web processes, {args.workers} grading workers, PostgreSQL; "
+        f"{os.cpu_count()} CPUs, load average {load:.1f} at the start"
+    )
+    waits = [(r.finished_at - r.submitted_at).total_seconds() for r in found.values() if r.finished_at]
+    print(spread("submit -> verdict (database clock)", waits))
+    seen = [s.seen_s for s in acked if s.seen_s is not None]
+    print(spread(f"submit -> verdict seen by the student (polling every {args.poll:g} s)", seen))
+    first: dict[int, float] = {}
+    for s in acked:
+        r = found.get(s.id or 0)
+        if s.student not in first and r is not None and r.finished_at:
+            first[s.student] = (r.finished_at - r.submitted_at).total_seconds()
+    print(spread("each student's wait for their first verdict", list(first.values())))
+
+    depth = [queued for _, queued, _ in samples]
+    peak = max(depth, default=0)
+    at_peak = depth.index(peak) if depth else 0
+    print(
+        f"  queue depth (jobs waiting), every second: peak {peak} at {at_peak} s, "
+        f"{max((r for _, _, r in samples), default=0)} being graded at most"
+    )
+    print("\n".join(ascii_chart(depth, 1.0)))
+    if args.chart:
+        write_svg(
+            args.chart,
+            depth,
+            1.0,
+            title=f"Jobs waiting: {args.students} students at a deadline, {args.workers} workers",
+            y_label="jobs waiting",
+        )
+        print(f"  chart written to {args.chart}")
+
+    rate, regraded, again_audit = again
+    finished = [r.finished_at.timestamp() for r in found.values() if r.finished_at]
+    busy = rush_rate(samples, finished)
+    if busy is None:
+        print(f"  grading: the queue never backed up (no stretch of work waiting); back to back {rate:.1f}/min")
+    else:
+        during, span, waiting = busy
+        ratio = during / rate if rate else None
+        shown = "n/a" if ratio is None else f"{ratio:.2f}"
+        print(
+            f"  grading during the rush: {during:.1f}/min over the {span:.0f} s from the first to the last second "
+            f"with jobs waiting (waiting in {waiting} of those samples); back to back (the same {len(regraded)} "
+            f"submissions all queued at once, no web load): {rate:.1f}/min; ratio {shown} "
+            f"(target >= 0.90: {'met' if ratio is not None and ratio >= 0.9 else 'NOT met'})"
+        )
+    per_worker = rate / args.workers
+
+    study = [v for name in STUDY for v in rush.study.times.get(name, [])]
+    if study:
+        print(report("web: quiz and card requests", study))
+    for name in ("submit", "poll"):
+        if values := rush.labs.times.get(name):
+            print(report(f"web: lab {name}", values))
+    errors = rush.labs.errors + rush.study.errors
+    print(f"  request errors: {len(errors)}")
+    for line in errors[:10]:
+        print(f"    {line}")
+
+    print(f"  rush: {rush_audit.line()}; stored without an acknowledgement {unacknowledged}")
+    print(f"  back to back: {again_audit.line()}")
+    statuses: dict[str, int] = {}
+    odd = []
+    changed = 0
+    for s in acked:
+        r = found.get(s.id or 0)
+        if r is None:
+            continue
+        statuses[str(r.status)] = statuses.get(str(r.status), 0) + 1
+        full = r.status == SubmissionStatus.graded and r.score == r.max_score
+        if full != s.piece.right:
+            odd.append(f"{s.piece.lab}/{s.piece.name}: {r.status} {r.score}/{r.max_score}")
+        later = regraded.get(r.id)
+        changed += later is not None and (later.status, later.score) != (r.status, r.score)
+    print(
+        f"  verdicts: {', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}; unexpected (a reference below "
+        f"full marks, or a wrong solution at full marks) {len(odd)}; changed when re-graded {changed}"
+    )
+    for line in odd[:5]:
+        print(f"    {line}")
+    print(
+        f"  per worker: {per_worker:.1f} graded/min back to back ({os.cpu_count()} CPUs shared by "
+        f"{args.workers} workers: {(os.cpu_count() or 1) / args.workers:g} each)"
+    )
+    if args.capacity:
+        print(
+            f"\nworkers of this size for a p95 submit -> verdict under 60 s, at {per_worker:.1f} graded/min each "
+            "(spread over the hour / all in its last 10 minutes; M/M/c queueing arithmetic, not measured):"
+        )
+        print("\n".join(capacity_table(per_worker)))
+    bad = rush_audit.lost + rush_audit.doubled + again_audit.lost + again_audit.doubled
+    return not bad and not errors

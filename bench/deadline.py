@@ -1,0 +1,339 @@
+"""A class at its deadline: students submitting labs all at once while others study, on PostgreSQL.
+
+    .venv/bin/python bench/deadline.py [--students 200] [--window 60] [--labs a,b,...] [--workers 2] [--web 2]
+                                       [--studying N] [--poll 1] [--chart queue.svg] [--capacity]
+                                       [--database-url URL] [--quick]
+    .venv/bin/python bench/deadline.py --capacity --rate R     (the capacity table alone, R graded/min/worker)
+
+Starts a throwaway PostgreSQL server (the test suite's, Debian's ``postgresql``) unless
+``--database-url`` names an empty database; migrates it, syncs content/, creates the students (an
+API token each), starts ``ringlab serve --workers W`` (``--web`` web processes, the embedded worker
+off) and ``--workers`` real ``ringlab worker`` processes. After a warm-up (each lab's reference,
+as many at once as there are workers, left out of every figure):
+
+- **the rush**: each student arrives at a random moment of ``--window`` seconds and submits two or
+  three real solutions (a lab's reference or one of its mutants, half and half) to ``--labs``, one
+  after another, polling each over the JSON API until its verdict (one in flight per lab, as the
+  app allows) and thinking 1-5 s before the next; meanwhile ``--studying`` other students take
+  Module 202 and rate flashcards through the JSON API;
+- **back to back**: the web processes stop and the same submissions are re-graded, all queued at
+  once, by the same workers.
+
+Prints submit -> verdict and each student's wait for their first verdict (p50/p95/max, from the
+database's ``submitted_at`` and ``finished_at``), the queue depth every second as a chart
+(``--chart PATH.svg`` writes it too), grades per minute from the first to the last second with jobs
+waiting against back to back, web p50/p99 of the studying students' requests, and lost and double-graded submissions
+(exit status 1 if any, or on errors). ``--capacity`` adds the table of workers needed for a p95
+wait under a minute, from the measured per-worker rate (bench/_queueing.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sqlalchemy import func, select  # noqa: E402
+
+from app.accounts.models import User  # noqa: E402
+from app.content.service import sync_directory  # noqa: E402
+from app.db import make_engine, make_sessionmaker  # noqa: E402
+from app.labs.models import Submission  # noqa: E402
+from app.migrate import upgrade  # noqa: E402
+from bench._deadline_db import (  # noqa: E402
+    audit,
+    back_to_back,
+    sample_queue,
+    verdicts_written,
+    wait_for_workers,
+    wait_graded,
+)
+from bench._deadline_report import Piece, Rush, Sent, summary  # noqa: E402
+from bench._queueing import capacity_table  # noqa: E402
+from bench._server import free_port, make_students, wait_ready  # noqa: E402
+from bench.pg_workers import database  # noqa: E402
+from bench.quizzes import Recorder, think  # noqa: E402
+
+CONTENT = REPO / "content"
+LABS = "memory-estimate,lamb,tiled-attention,ring-allreduce"  # fast CPU labs, one to three groups of ranks
+QUIZ, DECK = "module-202", "mire-dis-train"
+THINK_S = (1.0, 5.0)  # reading a verdict before the next submission
+STUDY_THINK_MS = (1000, 4000)  # between a studying student's requests
+
+
+def pieces(labs: list[str]) -> dict[str, tuple[Piece, list[Piece]]]:
+    """Each lab's reference and mutants, read from content/labs (the bench only: never served)."""
+    known = sorted(p.name for p in (CONTENT / "labs").iterdir() if (p / "lab.yaml").is_file())
+    found = {}
+    for lab in labs:
+        folder = CONTENT / "labs" / lab
+        if lab not in known:
+            raise SystemExit(f"--labs: there is no lab {lab!r} in content/labs; the labs are: {', '.join(known)}")
+        if yaml.safe_load((folder / "lab.yaml").read_text()).get("needs_gpu"):
+            raise SystemExit(f"--labs: {lab} needs a GPU; choose CPU labs (default: {LABS})")
+        wrong = [Piece(lab, p.stem, p.read_text()) for p in sorted((folder / "mutants").glob("*.py"))]
+        if not wrong:
+            raise SystemExit(f"--labs: {lab} has no mutants/ to submit as wrong solutions")
+        found[lab] = (Piece(lab, "solution", (folder / "solution.py").read_text()), wrong)
+    return found
+
+
+def plan(rng: random.Random, labs: dict[str, tuple[Piece, list[Piece]]]) -> list[Piece]:
+    """Two or three submissions to labs drawn at random, each right or wrong with even odds."""
+    chosen = []
+    for _ in range(rng.choice((2, 3))):
+        right, wrong = labs[rng.choice(sorted(labs))]
+        chosen.append(right if rng.random() < 0.5 else rng.choice(wrong))
+    return chosen
+
+
+async def submitter(
+    client: httpx.AsyncClient,
+    rush: Rush,
+    student: int,
+    token: str,
+    todo: list[Piece],
+    at: float,
+    *,
+    poll: float,
+    max_wait: float,
+) -> None:
+    """Arrive at ``at`` (perf_counter), then submit each piece and poll until its verdict."""
+    await asyncio.sleep(max(0.0, at - time.perf_counter()))
+    auth = {"Authorization": f"Bearer {token}"}
+    for n, piece in enumerate(todo):
+        if n:
+            await asyncio.sleep(random.uniform(*THINK_S))
+        sent = Sent(student, piece)
+        rush.sent.append(sent)
+        began = time.perf_counter()
+        url = f"/api/v1/labs/{piece.lab}/submissions"
+        created = await rush.labs.call("submit", client.post(url, json={"code": piece.code}, headers=auth), ok=(202,))
+        if created is None:
+            continue
+        sent.id = int(created.json()["id"])
+        while time.perf_counter() - began < max_wait:
+            await asyncio.sleep(poll)
+            got = await rush.labs.call("poll", client.get(f"/api/v1/submissions/{sent.id}", headers=auth))
+            if got is not None and got.json()["status"] not in ("queued", "running"):
+                sent.status, sent.seen_s = got.json()["status"], time.perf_counter() - began
+                break
+
+
+async def studier(client: httpx.AsyncClient, rec: Recorder, token: str, stop: asyncio.Event) -> None:
+    """Module 202 question by question, rating the next flashcard after each answer, until ``stop``."""
+    auth = {"Authorization": f"Bearer {token}"}
+    await think(0, STUDY_THINK_MS[1])
+    while not stop.is_set():
+        started = await rec.call("quiz start", client.post(f"/api/v1/quizzes/{QUIZ}/attempts", headers=auth))
+        if started is None:
+            await asyncio.sleep(5)
+            continue
+        attempt = started.json()
+        for q in attempt["questions"]:
+            await think(*STUDY_THINK_MS)
+            if stop.is_set():
+                return
+            choice = random.choice(q["options"])["key"]
+            url = f"/api/v1/attempts/{attempt['id']}/answers/{q['id']}"
+            await rec.call("answer save", client.put(url, json={"choice": choice}, headers=auth))
+            await think(*STUDY_THINK_MS)
+            queue = await rec.call("next card", client.get(f"/api/v1/decks/{DECK}/queue", headers=auth))
+            card = queue.json().get("card") if queue is not None else None
+            if card:
+                body = {"card_id": card["id"], "version": card["version"], "rating": random.randint(1, 5)}
+                await rec.call("rating", client.post("/api/v1/reviews", json=body, headers=auth))
+        await rec.call("quiz submit", client.post(f"/api/v1/attempts/{attempt['id']}/submit", headers=auth))
+
+
+async def run_rush(base: str, rush: Rush, tokens: list[str], studying: list[str], args: argparse.Namespace) -> None:
+    rng = random.Random(args.seed)
+    labs = pieces(args.labs)
+    limits = httpx.Limits(max_connections=len(tokens) + len(studying) + 10)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+        stop = asyncio.Event()
+        study = [asyncio.create_task(studier(client, rush.study, t, stop)) for t in studying]
+        t0 = time.perf_counter()
+        arrivals = [t0 + rng.uniform(0, args.window) for _ in tokens]
+        await asyncio.gather(
+            *(
+                submitter(client, rush, i, t, plan(rng, labs), at, poll=args.poll, max_wait=args.max_wait)
+                for i, (t, at) in enumerate(zip(tokens, arrivals, strict=True))
+            )
+        )
+        stop.set()
+        await asyncio.gather(*study)
+
+
+async def warm_up(base: str, tokens: list[str], labs: list[str]) -> None:
+    """Each lab's reference from every warm-up account at once (one account per worker), lab after lab:
+    the workers' first gradings (their templates warming up) are not the rush's."""
+    found, rush = pieces(labs), Rush()
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        for lab in labs:
+            right = [found[lab][0]]
+            await asyncio.gather(*(submitter(client, rush, -1, t, right, 0.0, poll=0.2, max_wait=600) for t in tokens))
+    failed = [f"{s.piece.lab}: {s.status}" for s in rush.sent if s.status != "graded"]
+    if rush.labs.errors or failed:
+        raise SystemExit(f"the warm-up failed: {rush.labs.errors[:3]} {failed[:5]}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _postgres(url: str) -> str:
+    """The SQLAlchemy URL of a PostgreSQL database (psycopg 3, as the app's settings read it)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    if not url.startswith("postgresql"):
+        raise SystemExit(f"--database-url must name a PostgreSQL database (postgresql://...), not {url.split(':')[0]}")
+    return url
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=200, help="students submitting (default 200)")
+    parser.add_argument("--window", type=float, default=60.0, help="seconds over which they arrive (default 60)")
+    parser.add_argument("--labs", default=LABS, help=f"CPU labs to submit to, comma-separated (default {LABS})")
+    parser.add_argument("--workers", type=int, default=2, help="grading workers (default 2)")
+    parser.add_argument("--web", type=int, default=2, help="web processes (default 2)")
+    parser.add_argument(
+        "--studying", type=int, help="students answering quizzes and rating cards (default students/10)"
+    )
+    parser.add_argument("--poll", type=float, default=1.0, help="seconds between a waiting student's polls (default 1)")
+    parser.add_argument("--max-wait", type=float, default=1800.0, help="seconds a student waits for a verdict")
+    parser.add_argument("--seed", type=int, default=27, help="who submits what, and when (default 27)")
+    parser.add_argument("--chart", type=Path, help="write the queue depth over time to this .svg file")
+    parser.add_argument("--capacity", action="store_true", help="print the capacity table from the measured rate")
+    parser.add_argument("--rate", type=float, help="with --capacity: graded/min per worker; prints the table only")
+    parser.add_argument("--database-url", help="an empty PostgreSQL database (default: a throwaway server)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 10 students over 10 s, 2 studying")
+    args = parser.parse_args()
+    if args.quick:
+        args.students, args.window, args.studying = 10, 10.0, 2
+    if args.studying is None:
+        args.studying = max(2, args.students // 10)
+    args.labs = [lab.strip() for lab in args.labs.split(",") if lab.strip()]
+    for name in ("students", "workers", "web"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    if args.window < 0 or args.poll <= 0 or args.studying < 0:
+        parser.error("--window, --poll and --studying cannot be negative (--poll above 0)")
+    if args.rate is not None and (not args.capacity or args.rate <= 0):
+        parser.error("--rate goes with --capacity and is graded submissions per minute per worker, above 0")
+    if args.chart is not None and args.chart.suffix.lower() != ".svg":
+        parser.error(f"--chart {args.chart}: only .svg charts are written")
+    pieces(args.labs)  # unknown or GPU labs are refused before anything starts
+    if args.database_url:
+        args.database_url = _postgres(args.database_url)
+    return args
+
+
+def main() -> int:
+    args = parse()
+    if args.rate is not None:
+        print(
+            f"workers for a p95 submit -> verdict under 60 s, at {args.rate:g} graded/min per worker "
+            "(spread over the hour / all in its last 10 minutes; M/M/c):"
+        )
+        print("\n".join(capacity_table(args.rate)))
+        return 0
+    tmp = Path(tempfile.mkdtemp(prefix="ringlab-deadline-"))
+    with database(args.database_url, "ringlab_bench_deadline") as url, ExitStack() as stack:
+        upgrade(url)
+        engine = make_engine(url)
+        stack.callback(engine.dispose)
+        factory = make_sessionmaker(engine)
+        sync_directory(CONTENT, factory)
+        prefix = f"deadline{os.getpid()}-"
+        tokens = make_students(url, args.students + args.studying + args.workers, prefix)
+        rushing, studying, warming = (
+            tokens[: args.students],
+            tokens[args.students : -args.workers],
+            tokens[-args.workers :],
+        )
+        with factory() as session:
+            names = [f"{prefix}{i}" for i in range(args.students)]
+            rush_users = list(session.scalars(select(User.id).where(User.username.in_(names))))
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "RINGLAB_DATA_DIR": str(tmp),
+            "RINGLAB_CONTENT_DIR": str(CONTENT),
+            "RINGLAB_EMBEDDED_WORKER": "false",
+            "RINGLAB_SYNC_CONTENT_ON_START": "false",
+        }
+        workers_log = stack.enter_context(open(tmp / "workers.log", "w"))
+        workers = []
+        for _ in range(args.workers):
+            workers.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "app", "worker"], cwd=REPO, env=env, stdout=workers_log, stderr=workers_log
+                )
+            )
+            stack.callback(_stop, workers[-1])
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        web_log = stack.enter_context(open(tmp / "web.log", "w"))
+        web = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", str(args.web)],
+            cwd=REPO,
+            env=env,
+            stdout=web_log,
+            stderr=web_log,
+        )
+        stack.callback(_stop, web)
+        if not wait_for_workers(factory, args.workers):
+            raise SystemExit(f"the grading workers did not start:\n{(tmp / 'workers.log').read_text()[-3000:]}")
+        wait_ready(base + "/healthz", web, tmp / "web.log")
+        asyncio.run(warm_up(base, warming, args.labs))
+        time.sleep(3)  # the warm pools refill
+
+        writes, stop = verdicts_written(factory), threading.Event()
+        samples: list[tuple[float, int, int]] = []
+        sampler = threading.Thread(target=sample_queue, args=(url, stop, samples), daemon=True)
+        load = os.getloadavg()[0]
+        sampler.start()
+        rush = Rush()
+        asyncio.run(run_rush(base, rush, rushing, studying, args))
+        ids = [s.id for s in rush.sent if s.id is not None]
+        found = wait_graded(factory, ids, args.max_wait)
+        stop.set()
+        sampler.join()
+        rush_audit = audit(found, ids, verdicts_written(factory) - writes)
+        with factory() as session:
+            stored = session.scalar(select(func.count()).where(Submission.user_id.in_(rush_users))) or 0
+        _stop(web)
+        again, regraded, again_audit = back_to_back(factory, ids, args.max_wait)
+    ok = summary(args, rush, found, samples, load, rush_audit, int(stored) - len(ids), (again, regraded, again_audit))
+    if ok:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"  logs kept in {tmp}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

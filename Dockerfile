@@ -7,7 +7,7 @@ ARG WITH_TORCH=0
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 RINGLAB_DATA_DIR=/app/data
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bubblewrap libseccomp2 nodejs npm \
+ && apt-get install -y --no-install-recommends bubblewrap libseccomp2 postgresql-client nodejs npm \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

@@ -172,6 +172,34 @@ def _redact(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
+@db_app.command("backup")
+def db_backup(path: Annotated[Path, typer.Argument(help="The new backup file (it must not exist).")]) -> None:
+    """Copy the database to PATH while the app serves (SQLite: online backup; PostgreSQL: pg_dump -Fc)."""
+    from app.backup import BackupError, backup
+    from app.config import get_settings
+
+    try:
+        written = backup(get_settings().sqlalchemy_url, path)
+    except BackupError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(written.describe())
+
+
+@db_app.command("restore")
+def db_restore(path: Annotated[Path, typer.Argument(help="A file written by `ringlab db backup`.")]) -> None:
+    """Restore a backup into the EMPTY database named by DATABASE_URL: all of it, or nothing."""
+    from app.backup import BackupError, restore
+    from app.config import get_settings
+
+    try:
+        restored = restore(get_settings().sqlalchemy_url, path)
+    except BackupError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(restored.describe())
+
+
 @content_app.command("check")
 def content_check(
     path: Annotated[Path | None, typer.Argument(help="Content directory (default: content/).")] = None,

@@ -15,6 +15,8 @@ as_root() {
 
 apt_packages=(bubblewrap libseccomp2)  # libseccomp2: the ranks' seccomp filter (labs/seccomp.py)
 [ "$mode" = test ] && apt_packages+=(postgresql chromium)
+# pg_dump and pg_restore for `ringlab db backup/restore` where the app runs on PostgreSQL.
+case "${DATABASE_URL:-${RINGLAB_DATABASE_URL:-}}" in postgres*) apt_packages+=(postgresql-client) ;; esac
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -1,4 +1,4 @@
-"""Class counts for the instructor home: who is active, what was submitted, how the labs go."""
+"""Class counts for the instructor home: who is active, what was submitted, how the labs go, the grading queue."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from sqlalchemy.orm import Session
 
 from app.accounts.models import Role, User
 from app.flashcards.models import Review
-from app.labs import catalog
+from app.labs import catalog, service
 from app.labs.models import Submission, SubmissionStatus
+from app.labs.queue_view import Board
 from app.quizzes.models import QuizAttempt
 
 
@@ -37,6 +38,7 @@ class Overview:
     cards_reviewed: int
     cards_week: int
     labs: list[LabRate]
+    queue: Board  # depth, oldest job, alive workers and their recent rates
 
 
 def day_start(now: datetime) -> datetime:
@@ -90,4 +92,5 @@ def overview(*, session: Session, now: datetime) -> Overview:
         cards_reviewed=int(cards_total or 0),
         cards_week=int(cards_week or 0),
         labs=[LabRate(lab.id, lab.spec.title, *rates.get(lab.id, (0, 0))) for lab in labs.values()],
+        queue=service.board(session=session, now=now),
     )

@@ -23,12 +23,16 @@ def _lab(lab: Lab) -> LabOut:
 
 def submission_out(submission: Submission, lab: Lab, *, session: Session) -> SubmissionOut:
     verdict = submission.verdict
+    queued = service.estimate(submission, session=session, now=utcnow())
+    wait = queued.wait_s if queued else None
     return SubmissionOut.model_validate(
         {
             "id": submission.id,
             "lab_id": submission.lab_id,
             "status": submission.status.value,
-            "position": service.position(submission, session=session),
+            "position": queued.position if queued else None,
+            "queue_position": queued.position if queued else None,
+            "estimated_wait_s": round(wait, 1) if wait is not None else None,
             "score": submission.score,
             "max_score": submission.max_score,
             "verdict": None if verdict is None or not submission.done else verdict,

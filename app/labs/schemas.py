@@ -64,7 +64,13 @@ class SubmissionOut(BaseModel):
     id: int
     lab_id: str
     status: str = Field(description="queued, running, graded, failed (your code) or error (ours)")
-    position: int | None = Field(description="place in the queue while queued")
+    position: int | None = Field(description="place in the queue while queued (the same as queue_position)")
+    queue_position: int | None = Field(description="place in the queue while queued, 1 for the next job; else null")
+    estimated_wait_s: float | None = Field(
+        description="while queued, about how many seconds from now to the verdict: the median grading time of "
+        "the last 10 minutes, the jobs ahead and the alive workers that can take it. Null when not queued, "
+        "when no such worker is running, or when no job was graded in the last 10 minutes"
+    )
     score: int | None
     max_score: int | None
     verdict: VerdictOut | None

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.accounts.models import User
 from app.content.records import Lab as LabRow
 from app.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimited
-from app.labs import wake
+from app.labs import queue_view, wake
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.catalog import gpus_needed
 from app.labs.models import IN_FLIGHT, LabWorker, Submission, SubmissionStatus
@@ -22,6 +22,7 @@ from app.labs.settings import LabSettings
 from app.web.auth import Principal
 
 S = Submission
+GRADED = (SubmissionStatus.graded, SubmissionStatus.failed)  # a verdict on the student's code
 
 
 class TooLarge(DomainError):
@@ -120,6 +121,94 @@ def position(submission: Submission, *, session: Session) -> int | None:
     ahead = (S.queued_at < submission.queued_at) | ((S.queued_at == submission.queued_at) & (S.id < submission.id))
     count = session.scalar(select(func.count()).select_from(S).where(S.status == SubmissionStatus.queued, ahead))
     return int(count or 0) + 1
+
+
+def snapshot(*, session: Session, now: datetime, gpus_needed: int = 0) -> queue_view.Snapshot:
+    """The queue now: its depth, what runs, the oldest job, the workers that can take a job needing
+    ``gpus_needed`` GPUs, and the median grading time of the last ten minutes."""
+    counts = {
+        status: (int(n), oldest)
+        for status, n, oldest in session.execute(
+            select(S.status, func.count(), func.min(S.queued_at)).where(S.status.in_(IN_FLIGHT)).group_by(S.status)
+        )
+    }
+    depth, oldest = counts.get(SubmissionStatus.queued, (0, None))
+    able = sum(1 for w in workers(session=session, now=now) if w.gpu_count >= gpus_needed)
+    return queue_view.Snapshot(
+        depth=depth,
+        running=counts.get(SubmissionStatus.running, (0, None))[0],
+        oldest_queued_at=oldest,
+        workers=able,
+        grade_s=queue_view.median(grade_times(session=session, now=now)),
+    )
+
+
+def _recent(now: datetime) -> Any:
+    """Jobs finished in the last ``WINDOW_S``; the ``queued_at`` bound lets the queue's index find them."""
+    since = now - timedelta(seconds=queue_view.WINDOW_S)
+    return (S.queued_at >= now - timedelta(seconds=queue_view.LOOKBACK_S)) & (S.finished_at >= since)
+
+
+def grade_times(*, session: Session, now: datetime) -> list[float]:
+    """Claim-to-verdict seconds of the jobs graded in the last ten minutes, newest first (at most SAMPLE).
+
+    Each poll of a waiting page asks, so this reads the queue's index backwards, SAMPLE rows per verdict:
+    the queue is first in, first out, so the jobs queued last are the ones finished last."""
+    since = now - timedelta(seconds=queue_view.WINDOW_S)
+    spans: list[tuple[datetime, float]] = []
+    for status in GRADED:
+        last = select(S.started_at, S.finished_at).where(S.status == status)
+        for started, finished in session.execute(last.order_by(S.queued_at.desc()).limit(queue_view.SAMPLE)):
+            if started is not None and finished is not None and finished >= since:
+                spans.append((finished, (finished - started).total_seconds()))
+    spans.sort(key=lambda span: span[0], reverse=True)
+    return [seconds for _, seconds in spans[: queue_view.SAMPLE]]
+
+
+def estimate(submission: Submission, *, session: Session, now: datetime) -> queue_view.Estimate | None:
+    """Where a queued submission stands and how long it should wait; None once it is no longer queued."""
+    place = position(submission, session=session)
+    if place is None:
+        return None
+    return queue_view.estimate(place, snapshot(session=session, now=now, gpus_needed=submission.gpus_needed))
+
+
+def estimate_new(lab: Lab, *, session: Session, now: datetime) -> queue_view.Estimate:
+    """What a submission to ``lab`` made now would wait: behind every queued job."""
+    state = snapshot(session=session, now=now, gpus_needed=gpus_needed(lab))
+    return queue_view.estimate(state.depth + 1, state)
+
+
+def board(*, session: Session, now: datetime) -> queue_view.Board:
+    """The queue as staff see it: depth, oldest job, each alive worker's job now and recent rate."""
+    state = snapshot(session=session, now=now)
+    alive = workers(session=session, now=now)
+    ids = [w.id for w in alive]
+    finished = S.status.in_((*GRADED, SubmissionStatus.error)) & _recent(now) & S.worker_id.in_(ids)
+    recent = {w: n for w, n in session.execute(select(S.worker_id, func.count()).where(finished).group_by(S.worker_id))}
+    running = (S.status == SubmissionStatus.running) & S.worker_id.in_(ids)
+    holding = {worker: job for job, worker in session.execute(select(S.id, S.worker_id).where(running))}
+    rates = [
+        queue_view.WorkerRate(
+            worker_id=w.id,
+            hostname=w.hostname,
+            cpu_count=w.cpu_count,
+            gpu_count=w.gpu_count,
+            recent=int(recent.get(w.id, 0)),
+            per_minute=queue_view.per_minute(
+                int(recent.get(w.id, 0)), window_s=queue_view.WINDOW_S, up_s=(now - w.started_at).total_seconds()
+            ),
+            job_id=holding.get(w.id),
+        )
+        for w in alive
+    ]
+    oldest = state.oldest_queued_at
+    return queue_view.Board(
+        snapshot=state,
+        workers=rates,
+        new_job=queue_view.estimate(state.depth + 1, state),
+        oldest_age_s=(now - oldest).total_seconds() if oldest is not None else None,
+    )
 
 
 def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, now: datetime) -> int:

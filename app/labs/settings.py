@@ -18,6 +18,8 @@ class LabSettings(BaseSettings):
     lab_max_attempts: int = 3  # claims per submission before it is marked an error (ours)
     worker_pool_size: int = 1  # warm sandboxes per worker
     health_max_queue_age_s: float = 300.0  # /healthz is 503 once the oldest queued job is older
+    # The lab page warns that the queue is long when a submission made now would wait longer for its verdict.
+    lab_queue_long_s: float = Field(default=60.0, gt=0)
     # The worker and everything it starts (sandboxes, ranks) run this many niceness steps (0-19)
     # below the process that starts it, so that grading on the web server's machine takes only
     # the CPU the web process leaves.

@@ -14,7 +14,7 @@ from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep
 from app.errors import InvalidInput, NotFound
 from app.instructors import exports
-from app.labs import catalog, charts, listing, review, service, wire
+from app.labs import catalog, charts, listing, queue_view, review, service, wire
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
@@ -24,12 +24,16 @@ router = APIRouter(prefix="/labs", tags=["labs"])
 # htmx events, named once: the history table reloads when a result arrives.
 EVENT_CHANGED = "labs-submission-changed"
 POLL_MS = 300
+WAITING_POLL_MS = 1500  # a job behind others polls less often: in a rush the polls are the web's load
 NO_STORE = {"Cache-Control": "no-store"}
 
 
+def _settings(request: Request) -> LabSettings:
+    return getattr(request.app.state, "lab_settings", None) or LabSettings()
+
+
 def limits(request: Request) -> service.Limits:
-    settings = getattr(request.app.state, "lab_settings", None) or LabSettings()
-    return service.Limits.of(settings)
+    return service.Limits.of(_settings(request))
 
 
 @lru_cache(maxsize=32)
@@ -41,22 +45,31 @@ def _partial(request: Request) -> bool:
     return bool(request.headers.get("hx-request")) and not request.headers.get("hx-history-restore-request")
 
 
-def result_view(submission: Submission | None, lab: Lab, *, session: Session) -> dict[str, Any] | None:
-    """What the result fragment shows for one submission."""
+def result_view(
+    submission: Submission | None, lab: Lab, *, session: Session, said: str | None = None
+) -> dict[str, Any] | None:
+    """What the result fragment shows for one submission.
+
+    ``said`` is the queue line the page last showed (the poll sends it back): the line is read out
+    when it is news, a queued job that waits and whose line changed, never on every poll. None: a
+    full page, where nothing is news."""
     if submission is None:
         return None
     checks = service.checks(submission, lab) if submission.done else []
     verdict = submission.verdict if submission.done else None
+    queued = service.estimate(submission, session=session, now=utcnow())
     return {
         "submission": submission,
-        "position": service.position(submission, session=session),
+        "position": queued.position if queued else None,
+        "queue": queued,
+        "announce_queue": queued is not None and queued.waits and said is not None and said != queued.text,
         "verdict": verdict or {},
         "checks": checks,
         "volume": service.volume_table(checks),
         "wire": wire.comparison(verdict or {}),
         "charts": charts.check_charts(checks),
         "output": sorted((verdict or {}).get("output", {}).items()),
-        "poll_ms": POLL_MS,
+        "poll_ms": WAITING_POLL_MS if queued is not None and queued.waits else POLL_MS,
         # A GPU-only lab's queued job says what it waits for, and whether any worker could take it.
         "gpu_waiting": not submission.done and service.gpu_waiting(lab, session=session, now=utcnow()),
     }
@@ -71,7 +84,14 @@ def _lab_page(request: Request, lab: Lab, user: Any, current: Submission | None,
         "result": result_view(current, lab, session=session),
         "history": service.history(lab.id, user.id, session=session) if user else [],
         "gpu_waiting": service.gpu_waiting(lab, session=session, now=utcnow()),
+        "queue_long": _queue_long(request, lab, session=session) if user else None,
     }
+
+
+def _queue_long(request: Request, lab: Lab, *, session: Session) -> queue_view.Estimate | None:
+    """The wait a submission made now would have, when it is long enough to say so before submitting."""
+    ahead = service.estimate_new(lab, session=session, now=utcnow())
+    return ahead if queue_view.is_long(ahead, _settings(request).lab_queue_long_s) else None
 
 
 @router.get("", response_class=HTMLResponse)
@@ -82,12 +102,18 @@ def lab_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLR
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(submission_id: RowId, request: Request, session: SessionDep, user: CurrentUser) -> Response:
+def submission_page(
+    submission_id: RowId,
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    said: Annotated[str, Query(max_length=200)] = "",
+) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
     lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
     # An instructor looking at a student's work: named as theirs, read-only, no Submit.
     author = review.author_name(submission, session=session) if submission.user_id != user.id else None
-    result = result_view(submission, lab, session=session)
+    result = result_view(submission, lab, session=session, said=said if _partial(request) else None)
     if author is not None and not _partial(request):
         context = {"lab": lab, "submission": submission, "author": author, "result": result}
         response = render(request, "labs/review_submission.html", context)
@@ -154,7 +180,7 @@ async def submit(
     submission = service.submit(lab, user, code, session=session, now=utcnow(), limits=limits(request))
     if not _partial(request):
         return RedirectResponse(f"/labs/submissions/{submission.id}", status_code=303)
-    context = {"result": result_view(submission, lab, session=session), "lab": lab}
+    context = {"result": result_view(submission, lab, session=session, said=""), "lab": lab}
     response = render(request, "labs/lab.html", context, block="result", status_code=202)
     response.headers["HX-Trigger"] = EVENT_CHANGED
     return response

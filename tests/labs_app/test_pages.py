@@ -120,11 +120,15 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
 ) -> None:
     signed_in(client, session)
     sid, fragment = submit(client)
-    assert 'hx-trigger="load delay:300ms"' in fragment and "position" in fragment
+    # A job that waits (no worker runs here) polls every 1.5 s; one a worker is about to take, every 0.3 s.
+    assert 'hx-trigger="load delay:1500ms"' in fragment and "position" in fragment
     assert "<html" not in fragment
-    # Polled fragments replace the result: it is no live region, and nothing is said until the verdict.
-    assert "aria-live" not in fragment and "data-announce" not in fragment
-    assert "data-announce" not in client.get(f"/labs/submissions/{sid}", headers=HX).text
+    # Polled fragments replace the result: it is no live region. A job that waits (no worker runs here)
+    # has its queue line said once, by the page's #announcer; a poll that shows the same line says nothing.
+    line = "Queued: position 1 in the queue; no grading worker that can take it is running now."
+    assert "aria-live" not in fragment and f'data-announce="{line}"' in fragment
+    poll = re.search(r'hx-get="([^"]+)"', fragment).group(1)  # type: ignore[union-attr]
+    assert "data-announce" not in client.get(poll.replace("&amp;", "&"), headers=HX).text
     grade(session, clock, VERDICT)
     done = client.get(f"/labs/submissions/{sid}", headers=HX)
     assert done.headers["HX-Trigger"] == "labs-submission-changed"

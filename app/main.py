@@ -70,8 +70,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.inline_reads = sqlite  # see ApiCall.quick_read
     app.state.limits = AuthLimits.from_settings(settings)
     app.state.health_probe = WriteProbe()
-    # Added last runs first: headers wrap everything, then CSRF and body size, then who is asking.
+    # Added last runs first: headers wrap everything, then CSRF and body size, then who is asking
+    # (its database lookup guarded: a database restarting is a 503, app.web.errors).
     app.add_middleware(AuthMiddleware)
+    app.add_middleware(errors.DatabaseGuard)
     app.add_middleware(CSRFMiddleware, max_body=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)
     if proxies := [p.strip() for p in settings.trusted_proxies.split(",") if p.strip()]:

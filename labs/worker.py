@@ -4,6 +4,11 @@ It runs in its own process (``ringlab worker``, or the one ``ringlab serve`` sta
 never in the web process: the engine (``labs.grader``, which imports torch) is
 imported inside ``start`` only. ``Worker`` itself takes any ``grade`` function, so
 tests drive the queue logic with a fake one and the real engine alike.
+
+The database may restart under it (``app.db.unavailable`` tells such errors apart). The worker
+then waits and tries again rather than exit: a look at the queue is simply retried; a verdict
+already computed, and the lab it needs, are retried until the database takes them (so the code
+is not run twice); a claim whose answer was lost is taken up again (``queue.resume``).
 """
 
 from __future__ import annotations
@@ -19,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import session_scope, utcnow
+from app.db import reason, session_scope, unavailable, utcnow
 from app.labs import queue, wake
 from app.labs.cache import LabUnavailable, materialise
 from app.labs.catalog import PublishedLab, choose_backend, submitted_lab
@@ -34,6 +39,8 @@ from app.labs.wake import Listener
 
 log = logging.getLogger("ringlab.worker")
 WOKEN_POLL_S = 0.5  # with a wake-up listener: how often to look for expired leases anyway
+RETRY_S = (0.2, 0.5, 1.0, 2.0)  # pauses between tries while the database is unavailable; then the last
+T = TypeVar("T")
 Grade = Callable[[Job, str], dict[str, Any]]  # (job with its lab_dir, backend) -> Verdict.to_dict()
 Load = Callable[[Job], None]  # loads the job's lab (its checks) before grading; raising means it cannot be
 
@@ -101,6 +108,9 @@ class Worker:
         self.wake = wake
         self.clock = clock
         self.registered = False
+        self.stopping = threading.Event()  # ``run``'s stop: retries give up once it is set
+        # A claim met an unavailable database: it may have committed unseen (queue.resume).
+        self.unsure_claim = False
 
     def register(self) -> None:
         with session_scope(self.factory) as session:
@@ -109,14 +119,9 @@ class Worker:
 
     def step(self) -> SubmissionStatus | None:
         """Grade at most one job. Returns its new status, or None if there was none (or the lease was lost)."""
-        with session_scope(self.readers) as session:
-            if not queue.has_work(self.capacity, session=session, now=self.clock(), lease_s=self.lease_s):
-                return None
-        # A fresh transaction that starts with its write: on SQLite it waits for the lock, never a stale read.
-        with session_scope(self.factory) as session:
-            job = queue.claim(
-                self.capacity, session=session, now=self.clock(), lease_s=self.lease_s, max_attempts=self.max_attempts
-            )
+        job = self._resume() if self.unsure_claim else None
+        if job is None:
+            job = self._claim()
         if job is None:
             return None
         lost = threading.Event()
@@ -128,19 +133,73 @@ class Worker:
         finally:
             done.set()
             beat.join()
-        with session_scope(self.factory) as session:
-            status = queue.finish(
-                job, self.capacity.worker_id, verdict, session=session, now=self.clock(), max_attempts=self.max_attempts
-            )
+        status = self._until_written(f"submission {job.id}: its verdict", lambda: self._finish(job, verdict))
         if status is None:
             log.warning("submission %s: lease lost while grading; its new holder grades it", job.id)
         else:
             log.info("submission %s (%s): %s, %s", job.id, job.lab_id, status, verdict.get("status"))
         return status
 
+    def _claim(self) -> Job | None:
+        with session_scope(self.readers) as session:
+            if not queue.has_work(self.capacity, session=session, now=self.clock(), lease_s=self.lease_s):
+                return None
+        # A fresh transaction that starts with its write: on SQLite it waits for the lock, never a stale read.
+        try:
+            with session_scope(self.factory) as session:
+                return queue.claim(
+                    self.capacity,
+                    session=session,
+                    now=self.clock(),
+                    lease_s=self.lease_s,
+                    max_attempts=self.max_attempts,
+                )
+        except Exception as exc:
+            self.unsure_claim = unavailable(exc)
+            raise
+
+    def _resume(self) -> Job | None:
+        with session_scope(self.factory) as session:
+            job = queue.resume(self.capacity.worker_id, session=session, now=self.clock())
+        self.unsure_claim = False
+        if job is not None:
+            log.warning("submission %s: its claim committed as the database went away; grading it now", job.id)
+        return job
+
+    def _finish(self, job: Job, verdict: dict[str, Any]) -> SubmissionStatus | None:
+        with session_scope(self.factory) as session:
+            return queue.finish(
+                job, self.capacity.worker_id, verdict, session=session, now=self.clock(), max_attempts=self.max_attempts
+            )
+
+    def _until_written(self, what: str, work: Callable[[], T]) -> T:
+        """``work()``, tried again while the database is unavailable, until it succeeds or the worker stops.
+
+        For what cannot be had again without grading again: a verdict the worker holds, the lab of
+        a job it has claimed. If the worker stops first, the job's lease brings it back to the queue.
+        """
+        tries = 0
+        while True:
+            try:
+                done = work()
+            except Exception as exc:
+                if not unavailable(exc) or self.stopping.is_set():
+                    raise
+                pause = RETRY_S[min(tries, len(RETRY_S) - 1)]
+                if not tries:
+                    log.warning(
+                        "%s: the database is unavailable (%s); trying again until it is back", what, reason(exc)
+                    )
+                tries += 1
+                self.stopping.wait(pause)
+                continue
+            if tries:
+                log.info("%s: written after %s tries; the database is back", what, tries + 1)
+            return done
+
     def _grade(self, job: Job) -> dict[str, Any]:
         try:
-            lab = self._lab(job)
+            lab = self._until_written(f"submission {job.id}: reading its lab", lambda: self._lab(job))
             job = replace(job, lab_dir=materialise(lab, self.cache_dir))
             if self.load is not None:
                 self.load(job)
@@ -174,8 +233,11 @@ class Worker:
                     if not queue.renew(job.id, self.capacity.worker_id, session=session, now=self.clock()):
                         lost.set()
                         return
-            except Exception:  # a busy database: try again at the next beat, the lease has slack
-                log.exception("submission %s: could not renew the lease", job.id)
+            except Exception as exc:  # a busy or restarting database: try again at the next beat
+                if not unavailable(exc):
+                    log.exception("submission %s: could not renew the lease", job.id)
+                else:
+                    log.warning("submission %s: could not renew the lease (%s)", job.id, reason(exc))
 
     def run(self, stop: threading.Event, *, parent_pid: int | None = None) -> None:
         """Drain the queue until ``stop`` is set (or the parent process, if given, has gone).
@@ -184,7 +246,9 @@ class Worker:
         (one tiny write: on SQLite it holds the write lock for well under a millisecond), so it
         is shown alive only while it really is. A clean stop marks it stopped.
         """
+        self.stopping = stop
         last_seen = time.monotonic()
+        down = False  # the database was unavailable at the last step
         while not stop.is_set():
             if parent_pid is not None and os.getppid() != parent_pid:
                 log.info("parent process %s has gone: stopping", parent_pid)
@@ -198,10 +262,17 @@ class Worker:
                     with session_scope(self.factory) as session:
                         queue.seen(self.capacity.worker_id, session=session, now=self.clock())
                     last_seen = time.monotonic()
-            except Exception:  # a busy or restarting database: the job, if any, is retried via its lease
-                log.exception("worker step failed; retrying")
+            except Exception as exc:  # a job held, if any, comes back through its lease
+                if not unavailable(exc):
+                    log.exception("worker step failed; retrying")
+                elif not down:  # a restart: said once, not every second until it is over
+                    log.warning("the database is unavailable (%s); trying again every second", reason(exc))
+                down = down or unavailable(exc)
                 stop.wait(1.0)
                 continue
+            if down:
+                log.info("the database is back; grading again")
+                down = False
             if status is None:
                 self._idle(stop)
         self._stopped()

@@ -171,6 +171,25 @@ def claim(capacity: Capacity, *, session: Session, now: datetime, lease_s: float
     return None if row is None else Job(row.id, row.lab_id, row.code, row.attempts, row.lab_version)
 
 
+def resume(worker_id: str, *, session: Session, now: datetime) -> Job | None:
+    """The running job this worker holds, with a fresh lease and its attempt count unchanged; None if none.
+
+    For a worker whose claim met a dropped connection (a database restart): the claim may have
+    committed with no answer reaching the worker. Taking that job up again grades it now, once,
+    instead of leaving it to wait for its lease to expire and be claimed a second time.
+    """
+    held = (S.status == SubmissionStatus.running) & (S.worker_id == worker_id)
+    first = select(S.id).where(held).order_by(S.id).limit(1).scalar_subquery()
+    row = session.execute(
+        update(S)
+        .where(S.id == first, held)
+        .values(heartbeat_at=now)
+        .returning(S.id, S.lab_id, S.code, S.attempts, S.lab_version)
+        .execution_options(synchronize_session=False)
+    ).first()
+    return None if row is None else Job(row.id, row.lab_id, row.code, row.attempts, row.lab_version)
+
+
 def renew(job_id: int, worker_id: str, *, session: Session, now: datetime) -> bool:
     """Extend the lease; False if this worker no longer holds the job (it expired and was re-claimed)."""
     held = _rows(
@@ -201,18 +220,25 @@ def finish(
     ``max_attempts`` claims have been spent, then mark it ``error``; they never score. A verdict
     marked ``final`` (the lab itself cannot be loaded: retrying cannot help) is an ``error`` at once.
     Returns the new status, or None if the lease was lost (another worker grades it).
+
+    A lease that expired while the database was away (the worker could write neither heartbeat nor
+    verdict) puts the job back in the queue; until another worker claims it (``attempts`` grows), the
+    verdict written late still counts, so the code is not run a second time.
     """
     status = outcome(str(verdict.get("status")))
-    held = (S.id == job.id) & (S.worker_id == worker_id) & (S.status == SubmissionStatus.running)
+    mine = (S.worker_id == worker_id) & (S.status == SubmissionStatus.running)
+    reaped = S.worker_id.is_(None) & (S.status == SubmissionStatus.queued) & (S.attempts == job.attempt)
+    held = (S.id == job.id) & (mine | reaped)
     if status is None and job.attempt < max_attempts and not verdict.get("final"):
         values: dict[str, Any] = {"status": SubmissionStatus.queued, "worker_id": None, "heartbeat_at": None}
         status = SubmissionStatus.queued
     elif status is None:
         status = SubmissionStatus.error
-        values = {"status": status, "finished_at": now, "verdict": verdict, "score": None}
+        values = {"status": status, "worker_id": worker_id, "finished_at": now, "verdict": verdict, "score": None}
     else:
         values = {
             "status": status,
+            "worker_id": worker_id,
             "finished_at": now,
             "verdict": verdict,
             "score": int(verdict.get("score", 0)),

@@ -26,6 +26,8 @@ from sqlalchemy import Engine, event, text
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
+from app.db import reason
+
 log = logging.getLogger("ringlab.worker")
 _WAKE = "ringlab_wake_workers"
 CHANNEL = "ringlab_jobs"
@@ -117,14 +119,16 @@ class PgListener:
     """PostgreSQL: a connection of its own, out of the engine's pool, in autocommit, that LISTENs.
 
     If the connection is lost (a server restart, a network cut), ``wait`` reports "woken" every
-    ``LOST_POLL_S`` so the worker polls as it would without a listener, and reconnects every
-    ``RECONNECT_S``: no wake-up is needed for correctness, only for speed.
+    ``LOST_POLL_S`` so the worker polls as it would without a listener, and reconnects: at its next
+    ``wait`` (a restart is often over by then), then every ``RECONNECT_S`` until it is back. No
+    wake-up is needed for correctness, only for speed.
     """
 
     def __init__(self, engine: Engine):
         self.engine = engine
         self.conn: Any = None  # psycopg.Connection, imported by the dialect, not here
         self.retry_at = 0.0
+        self.failed = 0  # connection attempts that failed in a row
         self._connect()
 
     def _connect(self) -> None:
@@ -136,10 +140,14 @@ class PgListener:
             conn.rollback()
             conn.autocommit = True
             conn.execute(f"LISTEN {CHANNEL}")
-        except Exception:
-            log.warning("cannot LISTEN for new jobs; polling until it can", exc_info=True)
+        except Exception as exc:
+            # Said once an outage, not every RECONNECT_S while the database is down.
+            if not self.failed:
+                every = f"polling, and trying again every {RECONNECT_S:.0f} s"
+                log.warning("cannot LISTEN for new jobs (%s); %s", reason(exc), every)
+            self.failed += 1
             return
-        self.conn = conn
+        self.conn, self.failed = conn, 0
         log.info("listening for new jobs on PostgreSQL channel %s", CHANNEL)
 
     def wait(self, timeout: float) -> bool:
@@ -153,10 +161,10 @@ class PgListener:
             woken = any(True for _ in self.conn.notifies(timeout=timeout, stop_after=1))
             for _ in self.conn.notifies(timeout=0):  # several jobs queued at once: one wake-up is enough
                 pass
-        except Exception:  # the connection is gone: poll, and reconnect later
-            log.warning("lost the LISTEN connection; polling until it is back", exc_info=True)
+        except Exception as exc:  # the connection is gone (a restart, a cut): poll, and reconnect
+            log.warning("lost the LISTEN connection (%s); polling until it is back", reason(exc))
             self.close()
-            self.retry_at = time.monotonic() + RECONNECT_S
+            self.retry_at = time.monotonic()  # at the next wait; then every RECONNECT_S
             return True
         return woken
 

@@ -14,4 +14,6 @@ echo "==> mypy" >&2
 echo "==> content check" >&2
 .venv/bin/ringlab content check
 echo "==> pytest" >&2
-exec .venv/bin/pytest "$@"
+# Two test processes (RINGLAB_TEST_WORKERS), each file kept on one of them: much of the suite waits on
+# servers, workers and browsers, so two keep a 2-core machine busy; each starts its own PostgreSQL.
+exec .venv/bin/pytest -n "${RINGLAB_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -35,4 +35,5 @@ def healthz(request: Request) -> JSONResponse:
     """200 when the site can do its job, 503 otherwise; a report per component (app.web.health)."""
     max_age = getattr(request.app.state, "lab_settings", None) or LabSettings()
     ok, body = health.report(request.app.state, max_queue_age_s=max_age.health_max_queue_age_s)
-    return JSONResponse(body, status_code=200 if ok else 503, headers={"Cache-Control": "no-store"})
+    headers = {"Cache-Control": "no-store"} | ({} if ok else {"Retry-After": "5"})
+    return JSONResponse(body, status_code=200 if ok else 503, headers=headers)

@@ -239,6 +239,7 @@ def test_a_postgresql_restart_loses_nothing_and_grades_each_submission_once(
         assert "ringlab:announce" in page.headers["hx-trigger"]  # htmx leaves the page; its live region says why
         health = client.get("/healthz")
         assert health.status_code == 503 and health.json()["database"]["ok"] is False, health.text
+        assert health.headers["retry-after"] == "5"
 
         # The worker finishes grading with the server away, and holds on to the verdict.
         wait_for(

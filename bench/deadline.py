@@ -1,7 +1,7 @@
 """A class at its deadline: students submitting labs all at once while others study, on PostgreSQL.
 
     .venv/bin/python bench/deadline.py [--students 200] [--window 60] [--labs a,b,...] [--workers 2] [--web 2]
-                                       [--studying N] [--poll 1] [--chart queue.svg] [--capacity]
+                                       [--studying N] [--poll S] [--chart queue.svg] [--capacity]
                                        [--database-url URL] [--quick]
     .venv/bin/python bench/deadline.py --capacity --rate R     (the capacity table alone, R graded/min/worker)
 
@@ -13,8 +13,9 @@ as many at once as there are workers, left out of every figure):
 
 - **the rush**: each student arrives at a random moment of ``--window`` seconds and submits two or
   three real solutions (a lab's reference or one of its mutants, half and half) to ``--labs``, one
-  after another, polling each over the JSON API until its verdict (one in flight per lab, as the
-  app allows) and thinking 1-5 s before the next; meanwhile ``--studying`` other students take
+  after another (one in flight per lab, as the app allows), polling each over the JSON API until its
+  verdict, each time after the pause the server's ``poll_after_s`` asks for (as its pages do; ``--poll``
+  fixes one instead), and thinking 1-5 s before the next; meanwhile ``--studying`` other students take
   Module 202 and rate flashcards through the JSON API;
 - **back to back**: the web processes stop and the same submissions are re-graded, all queued at
   once, by the same workers.
@@ -127,12 +128,17 @@ async def submitter(
         if created is None:
             continue
         sent.id = int(created.json()["id"])
+        pause = poll or 0.3
         while time.perf_counter() - began < max_wait:
-            await asyncio.sleep(poll)
+            await asyncio.sleep(pause)
             got = await rush.labs.call("poll", client.get(f"/api/v1/submissions/{sent.id}", headers=auth))
-            if got is not None and got.json()["status"] not in ("queued", "running"):
-                sent.status, sent.seen_s = got.json()["status"], time.perf_counter() - began
+            if got is None:
+                continue
+            body = got.json()
+            if body["status"] not in ("queued", "running"):
+                sent.status, sent.seen_s = body["status"], time.perf_counter() - began
                 break
+            pause = poll or float(body.get("poll_after_s") or 1.0)  # as the server says, as its pages do
 
 
 async def studier(client: httpx.AsyncClient, rec: Recorder, token: str, stop: asyncio.Event) -> None:
@@ -222,7 +228,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument(
         "--studying", type=int, help="students answering quizzes and rating cards (default students/10)"
     )
-    parser.add_argument("--poll", type=float, default=1.0, help="seconds between a waiting student's polls (default 1)")
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=0.0,
+        help="seconds between a waiting student's polls (default: the server's poll_after_s, as its pages poll)",
+    )
     parser.add_argument("--max-wait", type=float, default=1800.0, help="seconds a student waits for a verdict")
     parser.add_argument("--seed", type=int, default=27, help="who submits what, and when (default 27)")
     parser.add_argument("--chart", type=Path, help="write the queue depth over time to this .svg file")
@@ -239,8 +250,8 @@ def parse() -> argparse.Namespace:
     for name in ("students", "workers", "web"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
-    if args.window < 0 or args.poll <= 0 or args.studying < 0:
-        parser.error("--window, --poll and --studying cannot be negative (--poll above 0)")
+    if args.window < 0 or args.poll < 0 or args.studying < 0:
+        parser.error("--window, --poll and --studying cannot be negative")
     if args.rate is not None and (not args.capacity or args.rate <= 0):
         parser.error("--rate goes with --capacity and is graded submissions per minute per worker, above 0")
     if args.chart is not None and args.chart.suffix.lower() != ".svg":

@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.deps import ApiUser, RowId, SessionDep
-from app.labs import catalog, service
+from app.labs import catalog, queue_view, service
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.schemas import LabDetailOut, LabOut, SubmissionCreated, SubmissionIn, SubmissionOut
@@ -33,6 +33,7 @@ def submission_out(submission: Submission, lab: Lab, *, session: Session) -> Sub
             "position": queued.position if queued else None,
             "queue_position": queued.position if queued else None,
             "estimated_wait_s": round(wait, 1) if wait is not None else None,
+            "poll_after_s": None if submission.done else queue_view.poll_after_s(queued),
             "score": submission.score,
             "max_score": submission.max_score,
             "verdict": None if verdict is None or not submission.done else verdict,

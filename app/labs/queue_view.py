@@ -115,6 +115,26 @@ def estimate(position: int, snapshot: Snapshot) -> Estimate:
     )
 
 
+POLL_RUNNING_S = 0.3  # graded now, or next for a free worker: its checks arrive one by one
+POLL_WAITING_S = (1.5, 10.0)  # a job behind others: a tenth of its expected wait, within these bounds
+POLL_UNKNOWN_S = 3.0  # behind others with no estimate (no recent grade, or no worker to take it)
+
+
+def poll_after_s(estimate: Estimate | None) -> float:
+    """How long a client should wait before asking again about a submission.
+
+    In a rush the polls of the students who wait are the web's load, and a job far back in the queue
+    learns nothing new each second: it is asked again after a tenth of its expected wait (between
+    1.5 and 10 s), so the estimate is never more than about 10 % stale. A job that runs, or that a
+    free worker takes next, is asked every 0.3 s: its checks and its verdict are close."""
+    if estimate is None or not estimate.waits:
+        return POLL_RUNNING_S
+    if estimate.wait_s is None:
+        return POLL_UNKNOWN_S
+    low, high = POLL_WAITING_S
+    return round(min(high, max(low, estimate.wait_s / 10)), 1)
+
+
 def is_long(estimate: Estimate, threshold_s: float) -> bool:
     """The lab page warns before a submission: the wait passes the threshold, or jobs wait with no worker."""
     if estimate.workers == 0:

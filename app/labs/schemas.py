@@ -71,6 +71,11 @@ class SubmissionOut(BaseModel):
         "the last 10 minutes, the jobs ahead and the alive workers that can take it. Null when not queued, "
         "when no such worker is running, or when no job was graded in the last 10 minutes"
     )
+    poll_after_s: float | None = Field(
+        default=None,
+        description="while not done, how many seconds to wait before asking again: 0.3 while it runs or is "
+        "next, a tenth of the expected wait (1.5 to 10 s) while it waits behind others; null once done",
+    )
     score: int | None
     max_score: int | None
     verdict: VerdictOut | None

@@ -23,8 +23,6 @@ from app.web.templating import render, templates
 router = APIRouter(prefix="/labs", tags=["labs"])
 # htmx events, named once: the history table reloads when a result arrives.
 EVENT_CHANGED = "labs-submission-changed"
-POLL_MS = 300
-WAITING_POLL_MS = 1500  # a job behind others polls less often: in a rush the polls are the web's load
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -69,7 +67,7 @@ def result_view(
         "wire": wire.comparison(verdict or {}),
         "charts": charts.check_charts(checks),
         "output": sorted((verdict or {}).get("output", {}).items()),
-        "poll_ms": WAITING_POLL_MS if queued is not None and queued.waits else POLL_MS,
+        "poll_ms": int(1000 * queue_view.poll_after_s(queued)),
         # A GPU-only lab's queued job says what it waits for, and whether any worker could take it.
         "gpu_waiting": not submission.done and service.gpu_waiting(lab, session=session, now=utcnow()),
     }

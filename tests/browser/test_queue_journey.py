@@ -4,7 +4,8 @@ live region and again only when it changes, while the polling never takes the ke
 
 The server runs without its embedded worker. A worker held busy is played from this test with the
 queue's own calls (register, claim, heartbeat: what `ringlab worker` does), in the server's database:
-three jobs graded in 40 s each, a fourth still being graded, one more queued ahead of the student.
+three jobs graded in 8 s each, a fourth still being graded, one more queued ahead of the student. A
+job 20 s from its result is polled every 2 s (a tenth of its wait, at least 1.5 s).
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ from tests.factories import make_user
 from tests.labs_app import waiting
 
 pytestmark = pytest.mark.browser
-WAIT = "Queued: position 2 in the queue, about 2 min to your result."
-NEXT = "Queued: position 1 in the queue, about 1 min to your result."
+WAIT = "Queued: position 2 in the queue, about 20 s to your result."
+NEXT = "Queued: position 1 in the queue, about 15 s to your result."
 
 
 @pytest.fixture(scope="module")
 def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """(base URL, data folder) of a server that grades nothing by itself."""
     data = tmp_path_factory.mktemp("queue-data")
-    with serve(data, RINGLAB_EMBEDDED_WORKER="false") as base:
+    with serve(data, RINGLAB_EMBEDDED_WORKER="false", RINGLAB_LAB_QUEUE_LONG_S="10") as base:
         yield base, data
 
 
@@ -57,7 +58,7 @@ def test_a_submission_in_a_busy_queue_shows_its_place_and_wait(
 ) -> None:
     with db() as session:
         a, b = (make_user(session, name).id for name in ("earlier-ada", "earlier-bob"))
-        state = waiting.busy(session, a, b, "busy-worker", utcnow())
+        state = waiting.busy(session, a, b, "busy-worker", utcnow(), grade_s=8.0)
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(db, state, stop), daemon=True)
     beat.start()
@@ -71,7 +72,7 @@ def test_a_submission_in_a_busy_queue_shows_its_place_and_wait(
         page.goto("/labs/ring-allreduce")
         long = page.get_by_test_id("queue-long")
         expect(long).to_have_text(
-            "The grading queue is long now: a submission made now would wait about 2 min for its result "
+            "The grading queue is long now: a submission made now would wait about 20 s for its result "
             "(1 job ahead of it, 1 worker grading)."
         )
         submit = page.get_by_role("button", name="Submit")
@@ -90,13 +91,13 @@ def test_a_submission_in_a_busy_queue_shows_its_place_and_wait(
         result = page.locator("#lab-result")
         expect(result).to_have_attribute("data-status", "queued")
         expect(result.get_by_test_id("queue-line")).to_have_text(WAIT)
-        expect(result.get_by_test_id("queue-basis")).to_contain_text("a job took 40.0 s to grade (the median)")
+        expect(result.get_by_test_id("queue-basis")).to_contain_text("a job took 8.0 s to grade (the median)")
         announcer = page.locator("#announcer")
         expect(announcer).to_have_attribute("aria-live", "polite")
         expect(announcer).to_have_attribute("role", "status")
         expect(announcer).to_have_text(WAIT)
 
-        # The keyboard is somewhere else on the page while the result polls (every 300 ms).
+        # The keyboard is somewhere else on the page while the result polls (every 2 s).
         starter = page.get_by_role("link", name="Download the starter code")
         starter.focus()
         for _ in range(3):

@@ -14,6 +14,7 @@ from app.labs.queue_view import (
     is_long,
     median,
     per_minute,
+    poll_after_s,
     wait_s,
 )
 
@@ -109,3 +110,25 @@ def test_the_queue_is_long_past_the_threshold_or_when_jobs_wait_for_no_worker() 
     assert is_long(new(61.0), 60.0) and not is_long(new(60.0), 60.0) and not is_long(new(None), 60.0)
     assert is_long(new(None, workers=0, position=2), 60.0)
     assert not is_long(new(None, workers=0, position=1), 60.0)  # nothing queued: nothing waits yet
+
+
+@pytest.mark.parametrize(
+    ("position", "running", "workers", "grade_s", "expected"),
+    [
+        (1, 0, 1, 10.0, 0.3),  # a free worker takes it next: its checks are close
+        (2, 1, 1, 10.0, 2.5),  # 25 s away: asked again after a tenth of that
+        (3, 0, 2, 1.0, 1.5),  # 2 s away: never more often than every 1.5 s while it waits
+        (200, 2, 2, 1.4, 10.0),  # 142 s away: never less often than every 10 s
+        (5, 1, 0, 10.0, 3.0),  # no worker can take it: no estimate, a steady pace
+        (5, 1, 1, None, 3.0),  # nothing graded recently: the same
+    ],
+)
+def test_a_client_is_told_when_to_ask_again(
+    position: int, running: int, workers: int, grade_s: float | None, expected: float
+) -> None:
+    est = estimate(position, snap(running=running, workers=workers, grade_s=grade_s))
+    assert poll_after_s(est) == expected
+
+
+def test_a_running_or_finished_job_is_asked_about_often() -> None:
+    assert poll_after_s(None) == 0.3

@@ -150,7 +150,7 @@ def test_a_waiting_submission_shows_its_place_and_wait_and_says_it_once(
     assert f'data-announce="{line}">{line}</p>' in fragment  # said by the page's #announcer, once
     assert "a job took 40.0 s to grade (the median), and 1 worker grades one job at a time" in fragment
     assert "aria-live" not in fragment  # the swapped section itself is no live region
-    assert 'hx-trigger="load delay:1500ms"' in fragment  # behind another job: it polls less often
+    assert 'hx-trigger="load delay:10000ms"' in fragment  # 100 s from its result: polled after a tenth of that
     poll = _poll_url(fragment)
     said = "Queued%3A%20position%202%20in%20the%20queue%2C%20about%202%20min%20to%20your%20result."
     assert poll == f"/labs/submissions/{sid}?said={said}"
@@ -179,11 +179,13 @@ def test_the_api_gives_the_place_and_the_wait_while_queued(
     created = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=auth).json()
     body = client.get(f"/api/v1/submissions/{created['id']}", headers=auth).json()
     assert (body["queue_position"], body["estimated_wait_s"], body["position"]) == (2, 100.0, 2)
+    assert body["poll_after_s"] == 10.0  # a tenth of the wait: a rush's waiting clients are the web's load
     helper = waiting.worker(session, unique("w"), utcnow())
     waiting.claim(session, helper, utcnow(), session.get_one(Submission, first))
     mine = waiting.claim(session, helper, utcnow(), session.get_one(Submission, created["id"]))
     body = client.get(f"/api/v1/submissions/{mine.id}", headers=auth).json()
     assert (body["status"], body["queue_position"], body["estimated_wait_s"]) == ("running", None, None)
+    assert body["poll_after_s"] == 0.3  # its checks are close
     fields = client.app.openapi()["components"]["schemas"]["SubmissionOut"]["properties"]  # type: ignore[attr-defined]
     assert "null when not queued" in fields["estimated_wait_s"]["description"].lower()
     assert "1 for the next job" in fields["queue_position"]["description"]

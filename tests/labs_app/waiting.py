@@ -65,14 +65,14 @@ class Busy:
     queued: int  # the job queued behind it
 
 
-def busy(session: Session, a: int, b: int, name: str, now: datetime) -> Busy:
-    """A worker that started five minutes before ``now``, graded three of ``a``'s jobs in 40 s each and
-    is grading a fourth (its lease and heartbeat renewed at ``now``), and ``b``'s job queued behind it."""
+def busy(session: Session, a: int, b: int, name: str, now: datetime, grade_s: float = 40.0) -> Busy:
+    """A worker that started five minutes before ``now``, graded three of ``a``'s jobs in ``grade_s`` each
+    and is grading a fourth (its lease and heartbeat renewed at ``now``), and ``b``'s job queued behind it."""
     at = now - timedelta(minutes=5)
     cap = worker(session, name, at)
     for _ in range(3):
-        grade(session, cap, a, at, 40.0)
-        at += timedelta(seconds=41)
+        grade(session, cap, a, at, grade_s)
+        at += timedelta(seconds=grade_s + 1)
     held = hold(session, cap, a, at + timedelta(seconds=1))
     first = enqueue(session, b, at + timedelta(seconds=2)).id
     assert queue.renew(held.id, cap.worker_id, session=session, now=now)  # still grading it

@@ -8,7 +8,7 @@ import pytest
 from .conftest import labs_dir
 
 LAB = "debugging-tools"
-WORLD_SIZES = [2]  # every mutant shows at two ranks; the catalogue test grades 2, 3 and 4
+WORLD_SIZES = [2]  # every mutant shows at two ranks; the reference is graded at 2, 3 and 4
 FOLDER = labs_dir() / LAB
 # mutant: (the checks it loses points on, advice its messages give)
 LOSES = {

@@ -1,8 +1,8 @@
 """fsdp-wrapping, graded for real: the mutants lose exactly the checks they should, a differently
 written correct solution gets full marks, and the expected figures are the statement's.
 
-``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each mutant loses points; this pins
-which, and that the messages say what to do.
+Each mutant is graded in the sandbox here; ``LOSES`` pins the checks it loses and what its messages
+say to do.
 """
 
 from __future__ import annotations

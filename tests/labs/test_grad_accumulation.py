@@ -1,7 +1,7 @@
 """grad-accumulation's realistic wrong solutions lose exactly the checks they should, graded for real.
 
-``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each loses points; this pins which,
-and that the messages say what to do.
+Each mutant is graded in the sandbox here; ``LOSES`` pins the checks it loses and what its messages
+say to do.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The v1 labs' realistic wrong solutions (``mutants/``) lose exactly the checks they should, graded for real.
 
-``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each loses points; this pins which.
+Each mutant is graded in the sandbox here; ``LOSES`` pins the checks it loses (the
+catalogue test checks that it names every mutant).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from labs.public import load_public
 from .conftest import labs_dir
 
 LAB = "loss-scaling"
-WORLD_SIZES = [2]  # every mutant shows at two ranks; the catalogue test grades 2, 3 and 4
+WORLD_SIZES = [2]  # every mutant shows at two ranks; the reference is graded at 2, 3 and 4
 WRONG_RULE = {"scales"}
 NOT_SKIPPED = {"scales", "skipped", "parameters"}
 LOSES = {

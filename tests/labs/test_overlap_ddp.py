@@ -1,8 +1,8 @@
 """overlap-ddp: the bucket rule and the statement agree; each mutant loses the checks it should, graded for real.
 
-``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each mutant loses points; this pins
-which, proves that correct solutions written differently get full marks, and that the overlap, seen
-only from inside the ranks, is feedback: solutions without it keep every point and are told so.
+Each mutant is graded in the sandbox here and ``LOSES`` pins the checks it loses. This also proves
+that correct solutions written differently get full marks, and that the overlap, seen only from
+inside the ranks, is feedback: solutions without it keep every point and are told so.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """pipeline-gpipe: the replayed bubble and the wire bounds, then real grades of the mutants and of other solutions.
 
-``ringlab lab test`` (tests/labs/test_catalogue.py) proves that each mutant loses points; this pins
-which checks, that the messages say what to do, that correct solutions written differently get
-full marks, and that the schedule (recorded inside the ranks) is feedback: torch.distributed.pipelining's
-ScheduleGPipe and a schedule without overlap fail that check and lose no points.
+Each mutant is graded in the sandbox here; this pins which checks it loses (``LOSES``), that the
+messages say what to do, that correct solutions written differently get full marks, and that the
+schedule (recorded inside the ranks) is feedback: torch.distributed.pipelining's ScheduleGPipe and
+a schedule without overlap fail that check and lose no points.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ class Rush:
     sent: list[Sent] = field(default_factory=list)
     labs: Recorder = field(default_factory=Recorder)  # submit and poll requests
     study: Recorder = field(default_factory=Recorder)  # the studying students' requests
+    cpu: list[tuple[str, float, float]] = field(default_factory=list)  # (part, CPU seconds, share) during the rush
 
 
 def spread(label: str, values: list[float]) -> str:
@@ -76,7 +77,8 @@ def summary(
     waits = [(r.finished_at - r.submitted_at).total_seconds() for r in found.values() if r.finished_at]
     print(spread("submit -> verdict (database clock)", waits))
     seen = [s.seen_s for s in acked if s.seen_s is not None]
-    print(spread(f"submit -> verdict seen by the student (polling every {args.poll:g} s)", seen))
+    pace = f"every {args.poll:g} s" if args.poll else "when the server's poll_after_s says"
+    print(spread(f"submit -> verdict seen by the student (polling {pace})", seen))
     first: dict[int, float] = {}
     for s in acked:
         r = found.get(s.id or 0)
@@ -118,6 +120,13 @@ def summary(
             f"(target >= 0.90: {'met' if ratio is not None and ratio >= 0.9 else 'NOT met'})"
         )
     per_worker = rate / args.workers
+    if rush.cpu:
+        total = sum(seconds for _, seconds, _ in rush.cpu)
+        shares = ", ".join(f"{label} {share:.0%} ({seconds:.0f} s)" for label, seconds, share in rush.cpu)
+        print(f"  CPU during the rush ({total:.0f} CPU-seconds of {os.cpu_count()} CPUs): {shares}")
+    polls = len(rush.labs.times.get("poll", []))
+    if acked:
+        print(f"  polls per submission: {polls / len(acked):.1f}")
 
     study = [v for name in STUDY for v in rush.study.times.get(name, [])]
     if study:

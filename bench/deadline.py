@@ -56,6 +56,7 @@ from app.content.service import sync_directory  # noqa: E402
 from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.labs.models import Submission  # noqa: E402
 from app.migrate import upgrade  # noqa: E402
+from bench import _cpu as cpu  # noqa: E402
 from bench._deadline_db import (  # noqa: E402
     audit,
     back_to_back,
@@ -328,7 +329,10 @@ def main() -> int:
         load = os.getloadavg()[0]
         sampler.start()
         rush = Rush()
+        parts = {"grading workers": [w.pid for w in workers], "web processes": [web.pid]}
+        cpu_before = cpu.usage(parts, by_name={"postgres": "PostgreSQL"})
         asyncio.run(run_rush(base, rush, rushing, studying, args))
+        rush.cpu = cpu.between(cpu_before, cpu.usage(parts, by_name={"postgres": "PostgreSQL"}))
         ids = [s.id for s in rush.sent if s.id is not None]
         found = wait_graded(factory, ids, args.max_wait)
         stop.set()

@@ -115,8 +115,8 @@ def estimate(position: int, snapshot: Snapshot) -> Estimate:
     )
 
 
-POLL_RUNNING_S = 0.3  # graded now, or next for a free worker: its checks arrive one by one
-POLL_WAITING_S = (1.5, 10.0)  # a job behind others: a tenth of its expected wait, within these bounds
+POLL_RUNNING_S = 0.5  # graded now, or next for a free worker: its verdict is about a second away
+POLL_WAITING_S = (2.0, 30.0)  # a job behind others: a tenth of its expected wait, within these bounds
 POLL_UNKNOWN_S = 3.0  # behind others with no estimate (no recent grade, or no worker to take it)
 
 
@@ -125,8 +125,8 @@ def poll_after_s(estimate: Estimate | None) -> float:
 
     In a rush the polls of the students who wait are the web's load, and a job far back in the queue
     learns nothing new each second: it is asked again after a tenth of its expected wait (between
-    1.5 and 10 s), so the estimate is never more than about 10 % stale. A job that runs, or that a
-    free worker takes next, is asked every 0.3 s: its checks and its verdict are close."""
+    2 and 30 s), so the estimate shown is never more than about 10 % stale. A job that runs, or that
+    a free worker takes next, is asked every 0.5 s: its verdict is close."""
     if estimate is None or not estimate.waits:
         return POLL_RUNNING_S
     if estimate.wait_s is None:

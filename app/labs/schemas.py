@@ -73,8 +73,8 @@ class SubmissionOut(BaseModel):
     )
     poll_after_s: float | None = Field(
         default=None,
-        description="while not done, how many seconds to wait before asking again: 0.3 while it runs or is "
-        "next, a tenth of the expected wait (1.5 to 10 s) while it waits behind others; null once done",
+        description="while not done, how many seconds to wait before asking again: 0.5 while it runs or is "
+        "next, a tenth of the expected wait (2 to 30 s) while it waits behind others; null once done",
     )
     score: int | None
     max_score: int | None

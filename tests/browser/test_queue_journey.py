@@ -5,7 +5,7 @@ live region and again only when it changes, while the polling never takes the ke
 The server runs without its embedded worker. A worker held busy is played from this test with the
 queue's own calls (register, claim, heartbeat: what `ringlab worker` does), in the server's database:
 three jobs graded in 8 s each, a fourth still being graded, one more queued ahead of the student. A
-job 20 s from its result is polled every 2 s (a tenth of its wait, at least 1.5 s).
+job 20 s from its result is polled every 2 s (a tenth of its wait, at least 2 s).
 """
 
 from __future__ import annotations

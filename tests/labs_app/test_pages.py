@@ -121,7 +121,7 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     signed_in(client, session)
     sid, fragment = submit(client)
     # A job that waits with no estimate (no worker runs here) polls every 3 s; one a worker is about to
-    # take, every 0.3 s.
+    # take, every 0.5 s.
     assert 'hx-trigger="load delay:3000ms"' in fragment and "position" in fragment
     assert "<html" not in fragment
     # Polled fragments replace the result: it is no live region. A job that waits (no worker runs here)

@@ -115,10 +115,11 @@ def test_the_queue_is_long_past_the_threshold_or_when_jobs_wait_for_no_worker() 
 @pytest.mark.parametrize(
     ("position", "running", "workers", "grade_s", "expected"),
     [
-        (1, 0, 1, 10.0, 0.3),  # a free worker takes it next: its checks are close
+        (1, 0, 1, 10.0, 0.5),  # a free worker takes it next: its verdict is close
         (2, 1, 1, 10.0, 2.5),  # 25 s away: asked again after a tenth of that
-        (3, 0, 2, 1.0, 1.5),  # 2 s away: never more often than every 1.5 s while it waits
-        (200, 2, 2, 1.4, 10.0),  # 142 s away: never less often than every 10 s
+        (3, 0, 2, 1.0, 2.0),  # 2 s away: never more often than every 2 s while it waits
+        (200, 2, 2, 1.4, 14.1),  # 141.4 s away
+        (900, 2, 2, 1.4, 30.0),  # 630 s away: never less often than every 30 s
         (5, 1, 0, 10.0, 3.0),  # no worker can take it: no estimate, a steady pace
         (5, 1, 1, None, 3.0),  # nothing graded recently: the same
     ],
@@ -131,4 +132,4 @@ def test_a_client_is_told_when_to_ask_again(
 
 
 def test_a_running_or_finished_job_is_asked_about_often() -> None:
-    assert poll_after_s(None) == 0.3
+    assert poll_after_s(None) == 0.5

@@ -30,17 +30,34 @@ def processes() -> dict[int, tuple[int, str, float]]:
     return found
 
 
-def tree_seconds(roots: Iterable[int], table: dict[int, tuple[int, str, float]]) -> float:
-    """CPU seconds of ``roots`` and every live descendant (ended ones are in their waiting parent's count)."""
+def tree(roots: Iterable[int], table: dict[int, tuple[int, str, float]]) -> set[int]:
+    """``roots`` and every live descendant."""
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
-    total, todo = 0.0, [r for r in roots if r in table]
+    found, todo = set(), [r for r in roots if r in table]
     while todo:
         pid = todo.pop()
-        total += table[pid][2]
+        found.add(pid)
         todo.extend(children.get(pid, []))
-    return total
+    return found
+
+
+def tree_seconds(roots: Iterable[int], table: dict[int, tuple[int, str, float]]) -> float:
+    """CPU seconds of ``roots`` and every live descendant (ended ones are in their waiting parent's count)."""
+    return sum(table[pid][2] for pid in tree(roots, table))
+
+
+def running(fragment: str, table: dict[int, tuple[int, str, float]]) -> list[int]:
+    """Pids whose command line contains ``fragment`` and whose parent's does not."""
+    found = set()
+    for pid in table:
+        try:
+            if fragment.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+        except OSError:
+            continue
+    return [pid for pid in found if table[pid][0] not in found]
 
 
 def machine_busy_seconds() -> tuple[float, float]:
@@ -57,11 +74,23 @@ class Usage:
     idle: float
 
 
-def usage(groups: dict[str, list[int]], *, by_name: dict[str, str] | None = None) -> Usage:
+def usage(
+    groups: dict[str, list[int]],
+    *,
+    by_name: dict[str, str] | None = None,
+    by_command: dict[str, str] | None = None,
+) -> Usage:
     """CPU seconds so far of each labelled group of process trees, of processes named in ``by_name``
-    (command name -> label, e.g. every ``postgres``), and of this process (``load generator``)."""
+    (command name -> label, e.g. every ``postgres``), of the process trees whose command line holds a
+    ``by_command`` fragment and that no group holds already (fragment -> label: the grading workers'
+    template processes, which fork the ranks and are not the workers' children), and of this process
+    (``load generator``)."""
     table = processes()
     parts = {label: tree_seconds(roots, table) for label, roots in groups.items()}
+    counted = tree([pid for roots in groups.values() for pid in roots], table)
+    for fragment, label in (by_command or {}).items():
+        roots = [pid for pid in running(fragment, table) if pid not in counted]
+        parts[label] = parts.get(label, 0.0) + tree_seconds(roots, table)
     for name, label in (by_name or {}).items():
         parts[label] = parts.get(label, 0.0) + sum(s for _, n, s in table.values() if n == name)
     t = os.times()

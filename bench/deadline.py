@@ -330,9 +330,10 @@ def main() -> int:
         sampler.start()
         rush = Rush()
         parts = {"grading workers": [w.pid for w in workers], "web processes": [web.pid]}
-        cpu_before = cpu.usage(parts, by_name={"postgres": "PostgreSQL"})
+        named = {"by_name": {"postgres": "PostgreSQL"}, "by_command": {"labs.template": "grading workers"}}
+        cpu_before = cpu.usage(parts, **named)
         asyncio.run(run_rush(base, rush, rushing, studying, args))
-        rush.cpu = cpu.between(cpu_before, cpu.usage(parts, by_name={"postgres": "PostgreSQL"}))
+        rush.cpu = cpu.between(cpu_before, cpu.usage(parts, **named))
         ids = [s.id for s in rush.sent if s.id is not None]
         found = wait_graded(factory, ids, args.max_wait)
         stop.set()

@@ -38,7 +38,9 @@ def _signed_in(request: Request, user_id: int, session: SessionDep, settings: Se
     # A new token at every sign-in (and the old one dropped) defeats session fixation.
     service.end_session(request.cookies.get(COOKIE), session=session)
     issued = service.start_session(user, session=session, now=utcnow(), ttl=timedelta(hours=settings.session_ttl_hours))
-    response = RedirectResponse(safe_next(target), status_code=303)
+    # Staff land on their own home, unless they were sent to sign in from another page.
+    landing = safe_next(target)
+    response = RedirectResponse("/instructor" if landing == "/" and user.is_instructor else landing, status_code=303)
     response.set_cookie(
         COOKIE, issued.token, max_age=settings.session_ttl_hours * 3600, httponly=True, samesite="lax",
         secure=request.url.scheme == "https", path="/",

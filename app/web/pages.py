@@ -11,6 +11,7 @@ from app.deps import OptionalUser, SessionDep
 from app.labs.settings import LabSettings
 from app.web import dashboard as dashboard_service
 from app.web import health
+from app.web import help as help_text
 from app.web.templating import render
 
 router = APIRouter()
@@ -22,6 +23,13 @@ def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTML
     if user:
         board = dashboard_service.build(user.id, session=session, now=utcnow())
     return render(request, "home.html", {"counts": content.live_counts(session), "board": board})
+
+
+@router.get("/help", response_class=HTMLResponse)
+def help_page(request: Request) -> HTMLResponse:
+    """How grading works and what each status means, for everyone, signed in or not."""
+    context = {"submission_statuses": help_text.SUBMISSION_STATUSES, "verdicts": help_text.VERDICTS}
+    return render(request, "help.html", context)
 
 
 @router.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)

@@ -81,6 +81,24 @@ def test_sign_in_rotates_the_session_and_sign_out_ends_it(client: TestClient, se
     assert "Welcome back" not in client.get("/").text
 
 
+@pytest.mark.parametrize(
+    ("role", "target", "expected"),
+    [
+        (Role.instructor, "/", "/instructor"),  # staff land on their own home
+        (Role.instructor, "/quizzes", "/quizzes"),  # sent to sign in from a page: back to it
+        (Role.student, "/", "/"),
+    ],
+)
+def test_staff_land_on_the_instructor_home_after_signing_in(
+    client: TestClient, session: Session, role: Role, target: str, expected: str
+) -> None:
+    name = f"landing-{role.value}{target.replace('/', '-')}"
+    make_user(session, name, role=role)
+    data = {"username": name, "password": PASSWORD, "csrf_token": csrf_token(client), "next": target}
+    response = client.post("/signin", data=data, follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == expected
+
+
 def test_next_parameter_cannot_redirect_off_site(client: TestClient, session: Session) -> None:
     make_user(session, "mallory-target")
     for target, expected in (("https://evil.example/", "/"), ("//evil.example", "/"), ("/quizzes", "/quizzes")):

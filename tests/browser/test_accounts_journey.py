@@ -45,6 +45,7 @@ def test_sign_up_see_dashboard_navigate_and_sign_out(page: Page) -> None:
         ("Flashcards", "Flashcards"),
         ("Quizzes", "Quizzes"),
         ("Exercises & Labs", "Exercises & Labs"),
+        ("Help", "Help"),
     ):
         nav.get_by_role("link", name=link, exact=True).click()
         expect(page.get_by_role("heading", level=1)).to_have_text(heading)
@@ -78,6 +79,9 @@ def test_student_is_turned_away_from_instructor_page(page: Page) -> None:
 
 def test_instructor_sees_instructor_page(page: Page) -> None:
     sign_in(page, *INSTRUCTOR)
+    expect(page).to_have_url(re.compile(r"/instructor$"))  # staff land on their own home
+    expect(page.get_by_role("heading", level=1)).to_have_text("Instructor")
+    page.goto("/")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Instructor").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Instructor")
     expect(page.get_by_text("students ·")).to_be_visible()

@@ -69,6 +69,9 @@ def test_submit_the_ring_lab_and_see_every_check_pass_without_reloading(page: Pa
     expect(result.locator("tr.fail")).to_have_count(0)
     expect(result.get_by_role("heading", name="Bytes sent per rank")).to_be_visible()
     expect(result.locator("table.lab-volume")).to_contain_text("2(N-1)/N")
+    # A mouse hovers: the picture's hint says so (a touch screen is told to open the table instead).
+    expect(result.get_by_text("hover a cell for its exact count", exact=False)).to_be_visible()
+    expect(result.get_by_text('"The numbers" under each picture gives every exact count.')).to_be_hidden()
     expect(page.locator("#lab-history")).to_contain_text("10/10")
     assert page.evaluate("window.__stays") == "same page"
 

@@ -142,6 +142,9 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     assert "badge-graded badge-partial" in done.text
     # The communication picture: the student's byte matrix beside the reference's, exact numbers on hover.
     assert done.text.count('class="chart wire-map"') == 2
+    # One hint for a pointer that hovers, one for touch; static/css/labs.css shows one of them.
+    assert '<span class="pointer-hover">hover a cell for its exact count' in done.text
+    assert '<span class="pointer-touch">"The numbers" under each picture' in done.text
     assert "rank 0 → rank 1: 4,242 bytes" in done.text and "rank 1 → rank 0: 3,000 bytes" in done.text
     # A check that asks for a chart gets it, drawn on the server.
     assert 'class="chart line-chart"' in done.text and 'aria-label="Loss curves"' in done.text

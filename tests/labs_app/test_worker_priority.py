@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.labs.models import SubmissionStatus
-from tests.conftest import CONTENT_DIR
+from tests.conftest import BACKENDS, CONTENT_DIR
 from tests.labs_app.conftest import solution
 from tests.labs_app.test_worker_process import Start, start_worker, submit, wait_done
 
@@ -21,6 +22,7 @@ def niceness(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
 
 
+@pytest.mark.parametrize("live_url", BACKENDS[:1], indirect=True)  # niceness is the same on either database
 def test_the_worker_and_its_ranks_run_at_the_configured_niceness(
     live_url: str, live_factory: sessionmaker[Session], start_worker: Start
 ) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.flashcards.models import Review
+from app.flashcards.models import Review, StudySettings
 from tests.factories import api_token, make_user
 from tests.flashcards.conftest import DECK
 
@@ -47,8 +50,17 @@ def test_decks_queue_card(client: TestClient, session: Session) -> None:
     )
 
 
+def away_from_the_day_start() -> str:
+    """A time zone where it is now 06:00-20:59: a learning step of minutes cannot cross the study day's
+    4 am start there, so what counts as today does not depend on when the test runs."""
+    now = datetime.now(UTC)
+    return next(z for z in ("UTC", "Asia/Tokyo") if 6 <= now.astimezone(ZoneInfo(z)).hour <= 20)
+
+
 def test_review_then_queue_then_undo(client: TestClient, session: Session) -> None:
-    make_user(session, "ada")
+    ada = make_user(session, "ada")
+    session.add(StudySettings(user_id=ada.id, time_zone=away_from_the_day_start()))
+    session.commit()
     auth = api_token(client, "ada")
     body = {"card_id": "mdt-001", "rating": 4, "version": 0, "duration_ms": 3000, "review_id": "r-1"}
     done = client.post("/api/v1/reviews", json=body, headers=auth)

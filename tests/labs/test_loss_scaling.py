@@ -122,6 +122,35 @@ def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
     assert advice in " ".join(c.message for c in v.checks if not c.passed)
 
 
+def _ambiguous_seed(rank: int) -> int:
+    """A seed whose draw at world size 2 gives ``rank``'s own overflows exactly the scales of the inf
+    steps alone: on that rank, missing the nan and missing the other rank's overflows look the same."""
+    c = checks()
+    for seed in range(200):
+        (case,) = c.cases(2, torch.Generator().manual_seed(seed))
+        args, overflow = c._settings(case), c._overflow(case)
+        mine = c._local(case, rank)
+        if mine != overflow and c.simulate(mine, *args) == c.simulate(c._inf_only(case), *args):
+            return seed
+    raise AssertionError("no such draw in 200 seeds")
+
+
+@pytest.mark.parametrize(
+    ("mutant", "named", "not_named"),
+    [
+        ("inf_only", "torch.isfinite", "own overflows only"),
+        ("update_uses_local_flag", "own overflows only", "torch.isinf is False for nan"),
+    ],
+)
+def test_when_two_mistakes_fit_one_rank_the_feedback_names_the_one_made(
+    one_grader, mutant: str, named: str, not_named: str
+) -> None:
+    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
+    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES, seed=_ambiguous_seed(0))
+    said = " ".join(c.message for c in v.checks if not c.passed)
+    assert named in said and not_named not in said, said
+
+
 def test_gradscaler_with_an_all_reduced_flag_gets_full_marks(one_grader) -> None:
     v = one_grader.grade(LAB, ALTERNATIVE, world_sizes=[2, 3, 4])
     assert v.score == v.max_score, [(c.id, c.message) for c in v.checks if not c.passed]

@@ -162,16 +162,36 @@ def _settings(case: Case) -> list[Any]:
     return [case.inputs[0][k] for k in ("init_scale", "growth_factor", "backoff_factor", "growth_interval")]
 
 
-def _scales_hint(g: Any, i: int, case: Case, rank: int) -> str:
+def _local(case: Case, rank: int) -> list[bool]:
+    """The overflow steps rank ``rank`` was told about: its own, where no flag was shared."""
+    injected = {int(s) for s in case.inputs[rank]["injections"]}
+    return [s in injected for s in range(STEPS)]
+
+
+def _scales(g: Any, i: int, rank: int) -> list[float] | None:
     got = result(g, i, rank)
     if not isinstance(got, dict) or not isinstance(got.get("scales"), torch.Tensor):
+        return None
+    return [float(v) for v in got["scales"]]
+
+
+def _own_overflows_only(g: Any, i: int, case: Case) -> bool:
+    """Every rank's scales follow its own overflows alone (and some rank missed another's)."""
+    args = _settings(case)
+    if all(_local(case, r) == _overflow(case) for r in range(g.world_size)):
+        return False
+    return all(_scales(g, i, r) == simulate(_local(case, r), *args) for r in range(g.world_size))
+
+
+def _scales_hint(g: Any, i: int, case: Case, rank: int) -> str:
+    mine = _scales(g, i, rank)
+    if mine is None:
         return ""
-    mine = [float(v) for v in got["scales"]]
     overflow = _overflow(case)
     args = _settings(case)
-    injected = {int(s) for s in case.inputs[rank]["injections"]}
-    local = [s in injected for s in range(STEPS)]
-    if local != overflow and mine == simulate(local, *args):
+    # On one rank two mistakes can give the same scales (its own overflows may be exactly the inf ones):
+    # the one that explains every rank's scales is the one the code made.
+    if _own_overflows_only(g, i, case):
         return (
             f" These are the scales of rank {rank}'s own overflows only: an overflow on another rank went"
             " unnoticed here. Agree on the overflow before deciding: all-reduce a found-inf flag (MAX, or SUM)"
@@ -231,19 +251,36 @@ def _skipped_hint(g: Any, i: int, case: Case, rank: int) -> str:
     read = skipped_by(g, i, rank)
     if read is None:
         return ""
-    mine = [bool(m) for m in read]  # a step that cannot be told (inf or nan in the tensors): not seen skipped
     overflow = _overflow(case)
-    if not any(mine):
+    # A step whose tensors hold inf or nan before or after (None) tells nothing: only the readable
+    # steps are compared. The first such step, if an overflow, is where a step was taken on it.
+    readable = [s for s, m in enumerate(read) if m is not None and s < len(overflow)]
+    broken = next((s for s, m in enumerate(read) if m is None and s < len(overflow)), None)
+    taken = broken if broken is not None and overflow[broken] else None
+    skips_seen = any(read[s] for s in readable)
+    nan_only = {int(s) for s, items in plan_of(case).items() if all(x["kind"] == "nan" for x in items)}
+    if taken is not None and taken in nan_only:
+        if skips_seen and all(read[s] == _inf_only(case)[s] for s in readable):
+            return NAN_MISSED  # the inf steps were skipped; the step with only a nan went through
+        return (
+            f" A step was taken at step {taken}, where a gradient held a nan: scaler.step(optimizer) must not"
+            " call optimizer.step() when any rank's gradients hold an inf or nan (torch.isfinite is False for"
+            " all three; torch.isinf misses nan)."
+        )
+    if not skips_seen and (taken is not None or any(overflow[s] for s in readable)):
         return (
             " No step was skipped: when any rank's gradients hold an inf or nan, scaler.step(optimizer) must not"
             " call optimizer.step() (on any rank), or the parameters take in the overflow."
         )
-    if _inf_only(case) != overflow and mine[: len(overflow)] == _inf_only(case)[: len(mine)]:
-        return NAN_MISSED
-    if all(m <= o for m, o in zip(mine, overflow, strict=True)):
+    if taken is None and all(bool(read[s]) <= overflow[s] for s in readable):
         return (
             " Some overflows skipped the step only where they happened: every rank must skip when any rank"
             " overflowed (all-reduce the found-inf flag before deciding)."
+        )
+    if taken is not None:
+        return (
+            f" A step was taken at step {taken}, where some rank's gradients were not finite: from there the"
+            " parameters hold inf or nan. Skip optimizer.step() on every rank when any rank's gradients overflow."
         )
     return " Skip optimizer.step() exactly at the steps where some rank's gradients are not finite."
 

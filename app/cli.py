@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from app.client import commands as client_commands
+
 if TYPE_CHECKING:
     from app.labs.supervisor import Supervisor
 
@@ -419,6 +421,10 @@ def _content_dir() -> Path:
     from app.config import get_settings
 
     return get_settings().content_dir
+
+
+# The student's side (app/client): login, labs, fetch, submit against a server's JSON API.
+client_commands.register(app)
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from app.db import make_engine, make_sessionmaker
 from app.exercises.api import router as exercises_api
 from app.exercises.views import router as exercises_router
 from app.flashcards.api import router as flashcards_api
+from app.flashcards.mine_views import router as flashcards_mine_router
 from app.flashcards.views import router as flashcards_router
 from app.instructors.api import router as instructors_api
 from app.instructors.views import router as instructors_router
@@ -30,6 +31,8 @@ from app.labs.api import router as labs_api
 from app.labs.views import router as labs_router
 from app.quizzes.api import router as quizzes_api
 from app.quizzes.views import router as quizzes_router
+from app.reports.staff import router as reports_staff_router
+from app.reports.views import router as reports_router
 from app.web import errors, openapi
 from app.web.auth import AuthMiddleware
 from app.web.csrf import CSRFMiddleware
@@ -84,7 +87,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     openapi.install(app)
     routers = (
         pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router, exercises_api,
-        flashcards_router, flashcards_api, labs_router, labs_api, instructors_router, instructors_api,
+        flashcards_mine_router, flashcards_router, flashcards_api, labs_router, labs_api, instructors_router,
+        instructors_api, reports_router, reports_staff_router,
     )  # fmt: skip
     for router in routers:
         # Flat, as include_router left them before FastAPI 0.137: it now keeps each router as a

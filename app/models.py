@@ -10,4 +10,5 @@ def load_all() -> None:
     import app.flashcards.models
     import app.labs.models
     import app.quizzes.models
+    import app.reports.models
     import app.web.health  # noqa: F401

@@ -79,10 +79,27 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
+def _distinct_cards(ids: list[str]) -> list[str]:
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(f"names card {', '.join(twice)} more than once: list each card once")
+    return ids
+
+
 class CheckSpec(Strict):
     id: ID
     title: Annotated[str, Field(min_length=1)]
     points: int = Field(ge=0, le=100)
+    # Markdown nudges, shown one by one to a student who keeps losing points on this check
+    # (``hint_after``). Left out of the dump when empty: a lab without hints keeps its stored version.
+    hints: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=5, exclude_if=lambda h: not h
+    )
+    # Flashcards that teach what this check tests, by card id: a student who fails it is offered them.
+    # That each exists in a deck is the content check's (``card_problems``). Left out of the dump when empty.
+    cards: Annotated[list[ID], AfterValidator(_distinct_cards)] = Field(
+        default_factory=list, max_length=10, exclude_if=lambda c: not c
+    )
 
 
 def _precheck_rule(name: str) -> str:
@@ -97,12 +114,23 @@ class PrecheckSpec(Strict):
     allow: list[Annotated[str, AfterValidator(_precheck_rule)]] = Field(default_factory=list)
 
 
+def _once_each(ids: list[str]) -> list[str]:
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(f"names {', '.join(twice)} more than once: list each lab once")
+    return ids
+
+
 class LabSpec(Strict):
     """One lab's ``lab.yaml``."""
 
     id: ID
     title: Annotated[str, Field(min_length=1)]
     exercise: ID
+    # Labs to do before this one, by id (``after: [ring-allreduce]``): the path through the labs puts them
+    # first. That they exist and form no cycle is the content check's (``app.content.lab_order``). Left out
+    # of the dump when empty, as ``precheck``: a lab without it keeps its stored version.
+    after: Annotated[list[ID], AfterValidator(_once_each)] = Field(default_factory=list, exclude_if=lambda a: not a)
     world_sizes: list[Annotated[int, Field(ge=1, le=8)]] = Field(min_length=1)
     backends: list[Literal["gloo", "nccl"]] = Field(min_length=1)
     needs_gpu: bool = False
@@ -125,6 +153,13 @@ class LabSpec(Strict):
     # the dump when empty, so a lab that does not set it keeps its stored version (the digest of that dump).
     precheck: PrecheckSpec = Field(default_factory=PrecheckSpec, exclude_if=lambda p: not p.allow)
     due: Due | None = None  # optional; a later submission is marked late, never refused
+    # Graded submissions that lose points on a check before its first hint is offered (``checks[].hints``).
+    hint_after: int = Field(default=2, ge=1, le=20, exclude_if=lambda n: n == 2)
+    # When a student may compare their best submission with solution.py. Defaults left out of the dump,
+    # as ``precheck``: labs that do not set them keep their stored version.
+    reference: Literal["after_full_marks", "after_due", "never"] = Field(
+        default="after_full_marks", exclude_if=lambda r: r == "after_full_marks"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> LabSpec:
@@ -143,6 +178,8 @@ class LabSpec(Strict):
             raise ValueError(f"public_files may not be named {', '.join(shadowing)}.py")
         if "checks.py" in self.public_files or "solution.py" in self.public_files:
             raise ValueError("checks.py and solution.py are trusted and never public")
+        if self.reference == "after_due" and self.due is None:
+            raise ValueError("reference: after_due needs a due date (due:), or choose after_full_marks or never")
         return self
 
     @property
@@ -269,3 +306,18 @@ def load_labs(root: Path = DEFAULT_CONTENT) -> dict[str, Lab]:
     if problems:
         raise LabError(problems)
     return labs
+
+
+def card_problems(text: str, where: str, spec: LabSpec, card_ids: set[str]) -> list[LabProblem]:
+    """Each ``checks[].cards`` id of ``lab.yaml`` (its ``text``) that no deck has, at its line."""
+    node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    lines: dict[tuple[Any, ...], int] = {}
+    if node is not None:
+        _line_map(node, (), lines)
+    return [
+        LabProblem(where, _line(lines, ("checks", i, "cards", j)),
+                   f"check '{check.id}' names card '{card}', which is in no deck")
+        for i, check in enumerate(spec.checks)
+        for j, card in enumerate(check.cards)
+        if card not in card_ids
+    ]  # fmt: skip

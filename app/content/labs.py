@@ -33,9 +33,14 @@ def lab_files(folder: Path) -> list[Path]:
     return found
 
 
-def load_lab_content(folder: Path, rel: Any, exercise_ids: set[str]) -> tuple[LabContent | None, list[Problem]]:
-    """Validate one lab folder and snapshot its files; ``rel`` turns a path into the name problems give."""
-    from labs.spec import LabError, load_lab  # torch-free
+def load_lab_content(
+    folder: Path, rel: Any, exercise_ids: set[str], card_ids: set[str] | None = None
+) -> tuple[LabContent | None, list[Problem]]:
+    """Validate one lab folder and snapshot its files; ``rel`` turns a path into the name problems give.
+
+    ``card_ids``: every card of the decks, which the checks' ``cards:`` must name (None: not checked).
+    """
+    from labs.spec import LabError, card_problems, load_lab  # torch-free
 
     try:
         lab = load_lab(folder)
@@ -67,6 +72,10 @@ def load_lab_content(folder: Path, rel: Any, exercise_ids: set[str]) -> tuple[La
         problems.append(
             Problem(rel(folder / "lab.yaml"), 1, f"the lab's files hold {size} bytes; at most {MAX_LAB_BYTES} fit")
         )
+    if card_ids is not None:
+        where = folder / "lab.yaml"
+        found = card_problems(files.get("lab.yaml", ""), str(where), lab.spec, card_ids)
+        problems.extend(Problem(rel(where), p.line, p.message) for p in found)
     if lab.spec.exercise not in exercise_ids:
         problems.append(
             Problem(rel(folder / "lab.yaml"), 1, f"exercise '{lab.spec.exercise}' is not in any exercise set")

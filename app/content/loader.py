@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from app.content import rules
+from app.content.lab_order import check_after
 from app.content.labs import load_lab_content
 from app.content.models import (
     Card,
@@ -230,7 +231,8 @@ def load_tree(root: Path, *, check_markdown: bool = True) -> ContentTree:
     quizzes = [q for p in sorted((root / "quizzes").glob("*.yaml")) if (q := _load_quiz(c, p))]
     sets = [s for d in _subdirs(root / "exercises") if (s := _load_exercise_set(c, d))]
     decks = [d for f in _subdirs(root / "decks") if (d := _load_deck(c, f))]
-    labs = _load_labs(c, root / "labs", {e.id for s in sets for e in s.exercises})
+    card_ids = {card.id for d in decks for card in d.cards}
+    labs = _load_labs(c, root / "labs", {e.id for s in sets for e in s.exercises}, card_ids)
     tree = ContentTree(quizzes=quizzes, exercise_sets=sets, decks=decks, labs=labs)
     c.problems.extend(rules.check_references(tree, c.where))
     if check_markdown:
@@ -240,14 +242,18 @@ def load_tree(root: Path, *, check_markdown: bool = True) -> ContentTree:
     return tree
 
 
-def _load_labs(c: _Collector, root: Path, exercise_ids: set[str]) -> list[LabContent]:
-    """Each lab folder: its lab.yaml, its files, Python that parses, and the exercise it names."""
+def _load_labs(c: _Collector, root: Path, exercise_ids: set[str], card_ids: set[str]) -> list[LabContent]:
+    """Each lab folder: its lab.yaml, its files, Python that parses, the exercise it names and the labs
+    it comes after."""
     labs = []
-    for folder in _subdirs(root):
-        lab, problems = load_lab_content(folder, c.rel, exercise_ids)
+    folders = _subdirs(root)
+    for folder in folders:
+        lab, problems = load_lab_content(folder, c.rel, exercise_ids, card_ids)
         c.problems.extend(problems)
         if lab is not None:
             labs.append(lab)
+    known = {folder.name for folder in folders}
+    c.problems.extend(check_after(labs, known, lambda lab_id: c.rel(root / lab_id / "lab.yaml")))
     return labs
 
 

@@ -144,6 +144,8 @@ class AnswerPart(Strict):
     tolerance: float | str = 0
     unit: str
     explanation: Text
+    # Offered after two wrong answers: a nudge toward the method (Markdown), never the value.
+    hint: Text | None = None
     errata: list[Erratum] = Field(default_factory=list)
 
     @field_validator("value", mode="before")
@@ -195,12 +197,24 @@ class ExerciseSet(Strict):
     exercises: list[Exercise]
 
 
+# /flashcards/<name> pages that are not decks: a deck with one of these ids could never be opened.
+RESERVED_DECK_IDS = frozenset({"mine", "missed", "settings"})
+
+
 class DeckMeta(Strict):
     id: Id
     title: Text
     description: str = ""
     rating_prompt: str = "How well did you know this?"
     rating_labels: dict[int, str] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _not_a_page(cls, value: str) -> str:
+        if value in RESERVED_DECK_IDS:
+            names = ", ".join(sorted(RESERVED_DECK_IDS))
+            raise ValueError(f"'{value}' names a page under /flashcards/; a deck id cannot be {names}")
+        return value
 
 
 class Card(Strict):

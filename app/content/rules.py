@@ -144,7 +144,32 @@ def check_parts(exercise: Exercise, where: Source) -> list[Problem]:
                     f"part '{part.id}': tolerance {part.tolerance} would accept 0 for a value of {part.value:g}",
                 )
             )
+        if part.hint is not None and hint_gives_value(part.hint, part.value, f"{exercise.body}\n{part.prompt}"):
+            problems.append(
+                where.problem(
+                    ("parts", i, "hint"),
+                    f"part '{part.id}': the hint states the answer {part.value:g}; "
+                    "a hint points to the method and leaves the number to the student",
+                )
+            )
     return problems
+
+
+def _written_forms(value: float) -> set[str]:
+    forms = {f"{value:g}", f"{value:,g}", repr(value)}
+    if float(value).is_integer():
+        forms |= {str(int(value)), f"{int(value):,}"}
+    return {f for f in forms if "e" not in f}
+
+
+def _mentions(text: str, form: str) -> bool:
+    # The number standing alone: not a piece of a longer number (2048 in 20480 or 1.2048).
+    return re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d]|[.,]\d)", text) is not None
+
+
+def hint_gives_value(hint: str, value: float, context: str) -> bool:
+    """Whether ``hint`` writes out the part's ``value``, which neither the exercise nor the prompt already gives."""
+    return any(_mentions(hint, form) and not _mentions(context, form) for form in _written_forms(value))
 
 
 def check_errata(item: Corrected, source: Source, at: tuple[str | int, ...] = ()) -> list[Problem]:
@@ -202,6 +227,8 @@ def markdown_fields(tree: ContentTree) -> Iterator[tuple[tuple[str, str], tuple[
             for i, part in enumerate(ex.parts):
                 yield ("exercise", ex.id), ("parts", i, "prompt"), part.prompt
                 yield ("exercise", ex.id), ("parts", i, "explanation"), part.explanation
+                if part.hint is not None:
+                    yield ("exercise", ex.id), ("parts", i, "hint"), part.hint
     for deck in tree.decks:
         yield ("deck", deck.id), ("description",), deck.description
         for card in deck.cards:

@@ -131,6 +131,7 @@ def _part_values(part: m.AnswerPart) -> dict[str, Any]:
         **part.model_dump(),
         "prompt_html": markdown.render_inline(part.prompt),
         "explanation_html": markdown.render(part.explanation) + notes_html(part.errata),
+        "hint_html": markdown.render(part.hint) if part.hint else None,
     }
 
 

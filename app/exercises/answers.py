@@ -53,8 +53,10 @@ def read_number(answer: str, unit: str = "") -> Reading:
         raise NotANumber("Enter a number.")
     if len(text) > MAX_LENGTH:
         raise NotANumber(f"That is too long for a number (at most {MAX_LENGTH} characters).")
-    if unit and unit != PERCENT and text.lower().endswith(unit.lower()):
-        text = text[: -len(unit)].rstrip()
+    if unit and unit != PERCENT:
+        # The unit as written, in any case and with or without its inner spaces ("1.5 × D", "1.5×D").
+        pattern = r"\s*".join(re.escape(ch) for ch in unit if not ch.isspace())
+        text = re.sub(rf"\s*{pattern}$", "", text, flags=re.IGNORECASE)
     percent = text.endswith(PERCENT)
     if percent:
         text = text[:-1].rstrip()

@@ -25,7 +25,7 @@ class PartAnswer(Base):
 
 
 class PartProgress(Base):
-    """One student's standing on one part: attempts so far, when solved, when the solution was shown."""
+    """One student's standing on one part: attempts so far, when solved, when they gave up (asked for the answer)."""
 
     __tablename__ = "exercise_part_progress"
     __table_args__ = (UniqueConstraint("user_id", "exercise_id", "part_id"),)
@@ -37,7 +37,8 @@ class PartProgress(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_answer: Mapped[str | None] = mapped_column(String(80))
     solved_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
-    revealed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Set by "Show the answer": the part no longer counts as solved (app.exercises.standing).
+    given_up_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

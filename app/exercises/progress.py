@@ -1,8 +1,8 @@
-"""A student's work on exercises: answering parts, showing solutions, notes and done marks.
+"""A student's work on exercises: answering parts, hints, giving up, notes and done marks.
 
 A part's value and explanation stay on the server: ``PartView`` carries them only once the
-student solved the part or asked for the solution, and every page and API answer is built
-from PartViews.
+student solved the part or gave up on it ("Show the answer"), its hint only once it is offered
+(``app.exercises.standing``), and every page and API answer is built from PartViews.
 """
 
 from __future__ import annotations
@@ -12,22 +12,30 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.errata import notes_markdown
 from app.content.records import Exercise
-from app.errors import InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound
 from app.exercises.answers import NotANumber, is_correct
 from app.exercises.models import ExerciseNote, PartAnswer, PartProgress, PartRescore
+from app.exercises.standing import HINT_AFTER_WRONG, Standing, hint_offered, standing, wrong_answers
 
 NOTES_MAX = 20_000
+# The SQL form of standing.counts_as_solved, for counts over many rows.
+SOLVED = and_(
+    PartProgress.solved_at.is_not(None),
+    or_(PartProgress.given_up_at.is_(None), PartProgress.solved_at <= PartProgress.given_up_at),
+)
+GAVE_UP = and_(PartProgress.given_up_at.is_not(None), ~SOLVED)
 
 
 @dataclass(frozen=True)
 class PartView:
-    """What a student may see of one part. ``value`` and ``explanation_html`` are None until open."""
+    """What a student may see of one part. ``value`` and ``explanation_html`` are None until open
+    (solved or given up); ``hint``/``hint_html`` are None until the hint is offered."""
 
     exercise_id: str
     id: str
@@ -35,18 +43,27 @@ class PartView:
     prompt_html: str
     unit: str
     attempts: int
-    solved: bool
-    revealed: bool
+    standing: Standing
     last_answer: str | None
     value: float | None
     explanation: str | None
     explanation_html: str | None
+    hint: str | None = None
+    hint_html: str | None = None
     # The latest re-marking of the student's answers after the part's accepted value was corrected.
     rescore: PartRescore | None = None
 
     @property
+    def solved(self) -> bool:
+        return self.standing is Standing.solved
+
+    @property
+    def given_up(self) -> bool:
+        return self.standing is Standing.gave_up
+
+    @property
     def open(self) -> bool:
-        return self.solved or self.revealed
+        return self.solved or self.given_up
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,7 @@ class ExerciseProgress:
     solved: int
     total: int
     done: bool
+    gave_up: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,22 +111,25 @@ def _part(exercise: Exercise, part_id: str) -> dict[str, Any]:
 def _view(
     exercise_id: str, part: dict[str, Any], row: PartProgress | None, rescore: PartRescore | None = None
 ) -> PartView:
-    solved = row is not None and row.solved_at is not None
-    revealed = row is not None and row.revealed_at is not None
-    shown = solved or revealed
+    attempts = row.attempts if row else 0
+    state = standing(attempts, row.solved_at, row.given_up_at) if row else Standing.untried
+    shown = state in (Standing.solved, Standing.gave_up)
+    wrong = wrong_answers(attempts, row is not None and row.solved_at is not None)
+    hint = hint_offered(has_hint=bool(part.get("hint")), wrong=wrong, finished=shown)
     return PartView(
         exercise_id=exercise_id,
         id=part["id"],
         prompt=part["prompt"],
         prompt_html=part["prompt_html"],
         unit=part["unit"],
-        attempts=row.attempts if row else 0,
-        solved=solved,
-        revealed=revealed,
+        attempts=attempts,
+        standing=state,
         last_answer=row.last_answer if row else None,
         value=part["value"] if shown else None,
         explanation=part["explanation"] + notes_markdown(part.get("errata", [])) if shown else None,
         explanation_html=part["explanation_html"] if shown else None,
+        hint=part["hint"] if hint else None,
+        hint_html=part.get("hint_html") if hint else None,
         rescore=rescore,
     )
 
@@ -169,8 +190,8 @@ def answer_part(
     """Check ``answer`` on the server and record the attempt.
 
     Raises NotFound for an unknown exercise or part and InvalidInput (nothing recorded) for an
-    answer that is not a number. Once a part is solved or its solution shown, answers are
-    still checked but no longer recorded, and a part is solved only without having been shown.
+    answer that is not a number. Once a part is solved or given up, answers are still checked
+    but no longer recorded: a part given up never becomes solved by a right answer afterwards.
     """
     exercise = get_exercise(exercise_id, session=session)
     part = _part(exercise, part_id)
@@ -179,7 +200,7 @@ def answer_part(
     except NotANumber as exc:
         raise InvalidInput(str(exc), field="value") from None
     row = _progress_row(user_id, exercise_id, part_id, session=session, now=now)
-    if row.solved_at is None and row.revealed_at is None:
+    if row.solved_at is None and row.given_up_at is None:
         text = answer.strip()[:80]
         session.add(
             PartAnswer(
@@ -195,16 +216,35 @@ def answer_part(
     return AnswerResult(correct, _view(exercise_id, part, row))
 
 
-def reveal_part(exercise_id: str, part_id: str, user_id: int, *, session: Session, now: datetime) -> PartView:
-    """Show the solution of a part: its value and explanation, from now on."""
+def give_up_part(exercise_id: str, part_id: str, user_id: int, *, session: Session, now: datetime) -> PartView:
+    """ "Show the answer": record that the student gave up on the part and open its value and explanation.
+
+    A part already solved stays solved (nothing is recorded); giving up twice keeps the first time.
+    """
     exercise = get_exercise(exercise_id, session=session)
     part = _part(exercise, part_id)
     row = _progress_row(user_id, exercise_id, part_id, session=session, now=now)
-    if row.revealed_at is None and row.solved_at is None:
-        row.revealed_at = now
+    if row.given_up_at is None and row.solved_at is None:
+        row.given_up_at = now
         row.updated_at = now
     session.flush()
     return _view(exercise_id, part, row)
+
+
+def part_hint(exercise: Exercise, part_id: str, user_id: int, *, session: Session) -> PartView:
+    """The part with its hint, or Conflict saying why the hint is not offered (yet)."""
+    view = part_view(exercise, part_id, user_id, session=session)
+    if view.hint_html is not None:
+        return view
+    if not _part(exercise, part_id).get("hint"):
+        raise Conflict(f"Part '{part_id}' of exercise {exercise.number} has no hint.")
+    if view.open:
+        raise Conflict(f"Part '{part_id}' is finished: its worked answer is shown instead of a hint.")
+    left = HINT_AFTER_WRONG - view.attempts
+    raise Conflict(
+        f"The hint for part '{part_id}' is offered after {HINT_AFTER_WRONG} wrong answers; "
+        f"try {left} more time{'s' if left != 1 else ''} first."
+    )
 
 
 def get_note(exercise_id: str, user_id: int | None, *, session: Session) -> ExerciseNote | None:
@@ -261,14 +301,15 @@ def exercise_progress(
         query = query.where(Exercise.id.in_(list(exercise_ids)))
     exercises = list(session.scalars(query))
     ids = [e.id for e in exercises]
-    solved_query = (
-        select(PartProgress.exercise_id, PartProgress.part_id)
-        .where(PartProgress.user_id == user_id, PartProgress.solved_at.is_not(None))
+    standing_query = (
+        select(PartProgress.exercise_id, PartProgress.part_id, SOLVED)
+        .where(PartProgress.user_id == user_id, or_(SOLVED, GAVE_UP))
         .where(PartProgress.exercise_id.in_(ids))
     )
     solved: dict[str, set[str]] = {}
-    for exercise_id, part_id in session.execute(solved_query):
-        solved.setdefault(exercise_id, set()).add(part_id)
+    gave_up: dict[str, set[str]] = {}
+    for exercise_id, part_id, is_solved in session.execute(standing_query):
+        (solved if is_solved else gave_up).setdefault(exercise_id, set()).add(part_id)
     done_query = select(ExerciseNote.exercise_id).where(
         ExerciseNote.user_id == user_id, ExerciseNote.done_at.is_not(None), ExerciseNote.exercise_id.in_(ids)
     )
@@ -276,7 +317,13 @@ def exercise_progress(
     out = {}
     for e in exercises:
         part_ids = {p["id"] for p in e.parts}
-        out[e.id] = ExerciseProgress(e.id, len(solved.get(e.id, set()) & part_ids), len(part_ids), e.id in done)
+        out[e.id] = ExerciseProgress(
+            e.id,
+            len(solved.get(e.id, set()) & part_ids),
+            len(part_ids),
+            e.id in done,
+            len(gave_up.get(e.id, set()) & part_ids),
+        )
     return out
 
 
@@ -285,7 +332,7 @@ def recent_solved_parts(user_id: int, *, session: Session, limit: int = 5) -> li
     query = (
         select(PartProgress, Exercise)
         .join(Exercise, Exercise.id == PartProgress.exercise_id)
-        .where(PartProgress.user_id == user_id, PartProgress.solved_at.is_not(None), Exercise.retired_at.is_(None))
+        .where(PartProgress.user_id == user_id, SOLVED, Exercise.retired_at.is_(None))
         .order_by(PartProgress.solved_at.desc(), PartProgress.id.desc())
         .limit(limit)
     )
@@ -302,5 +349,5 @@ def recent_solved_parts(user_id: int, *, session: Session, limit: int = 5) -> li
 
 def solved_count(user_id: int, *, session: Session) -> int:
     """How many parts the student has solved, over all exercises."""
-    query = select(func.count()).where(PartProgress.user_id == user_id, PartProgress.solved_at.is_not(None))
+    query = select(func.count()).where(PartProgress.user_id == user_id, SOLVED)
     return int(session.scalar(query) or 0)

@@ -12,7 +12,7 @@ from app.content.records import Exercise, ExerciseSet
 from app.errors import NotFound
 from app.exercises import progress
 from app.exercises.models import ExerciseNote
-from app.labs.models import Submission, SubmissionStatus
+from app.labs.models import SCORED, Submission
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def get_set(set_id: str, *, session: Session) -> tuple[ExerciseSet, list[tuple[d
 def badges(
     parts: int, state: progress.ExerciseProgress | None, lab_score: tuple[int, int] | None, has_lab: bool
 ) -> list[Badge]:
-    """The badges for one exercise: solved parts, done, its lab's best score (pure)."""
+    """The badges for one exercise: solved parts, parts given up, done, its lab's best score (pure)."""
     out: list[Badge] = []
     if parts:
         if state is None:
@@ -78,6 +78,8 @@ def badges(
         else:
             kind = "complete" if state.solved == parts else "partial" if state.solved else "todo"
             out.append(Badge(f"{state.solved}/{parts} parts solved", kind))
+            if state.gave_up:
+                out.append(Badge(f"gave up on {state.gave_up}", "gave-up"))
     if has_lab:
         if lab_score is not None:
             kind = "complete" if lab_score[0] >= lab_score[1] else "lab"
@@ -97,7 +99,7 @@ def lab_best_scores(user_id: int, lab_ids: Iterable[str], *, session: Session) -
     query = (
         select(Submission.lab_id, func.max(Submission.score), func.max(Submission.max_score))
         .where(Submission.user_id == user_id, Submission.lab_id.in_(ids))
-        .where(Submission.status == SubmissionStatus.graded, Submission.score.is_not(None))
+        .where(Submission.status.in_(SCORED), Submission.score.is_not(None))
         .group_by(Submission.lab_id)
     )
     return {lab_id: (int(score or 0), int(top or 0)) for lab_id, score, top in session.execute(query)}

@@ -1,4 +1,4 @@
-"""Exercise pages: sets (contents, filters, badges), one exercise (answer parts, notes, done)."""
+"""Exercise pages: sets (contents, filters, badges), one exercise (answer parts, hints, giving up, notes, done)."""
 
 from __future__ import annotations
 
@@ -62,10 +62,19 @@ def _exercise_url(set_id: str, exercise_id: str) -> str:
 
 
 @router.get("/{set_id}/{exercise_id}", response_class=HTMLResponse)
-def exercise_page(set_id: str, exercise_id: str, request: Request, session: SessionDep, user: OptionalUser) -> Response:
+def exercise_page(
+    set_id: str,
+    exercise_id: str,
+    request: Request,
+    session: SessionDep,
+    user: OptionalUser,
+    hint: Annotated[str | None, Query(max_length=80)] = None,
+) -> Response:
     lab_id = _labs(session).get(exercise_id)
     page = service.exercise_page(set_id, exercise_id, user.id if user else None, lab_id, session=session)
-    return render(request, "exercises/exercise.html", {"page": page, "lab_id": lab_id, "errors": {}})
+    # ?hint=<part id> opens that part's hint without JavaScript (the part shows it only once offered).
+    context: dict[str, object] = {"page": page, "lab_id": lab_id, "errors": {}, "typed": {}, "open_hint": hint}
+    return render(request, "exercises/exercise.html", context)
 
 
 def _part_response(
@@ -77,11 +86,16 @@ def _part_response(
     *,
     error: str | None = None,
     correct: bool | None = None,
+    typed: str | None = None,
+    hint_open: bool = False,
 ) -> Response:
     if _partial(request):
         lab_id = _labs(session).get(part.exercise_id)
         page = service.exercise_page(set_id, part.exercise_id, user_id, lab_id, session=session)
-        context = {"set_id": set_id, "part": part, "error": error, "correct": correct, "badges": page.badges}
+        context = {
+            "set_id": set_id, "part": part, "error": error, "correct": correct, "badges": page.badges,
+            "typed": typed, "hint_open": hint_open,
+        }  # fmt: skip
         return render(request, "exercises/_part.html", context, status_code=422 if error else 200)
     return RedirectResponse(f"{_exercise_url(set_id, part.exercise_id)}#part-{part.id}", status_code=303)
 
@@ -95,28 +109,52 @@ def answer(
     session: SessionDep,
     user: CurrentUser,
     value: Annotated[str, Form(max_length=200)] = "",
+    hint: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
     service.exercise_in_set(set_id, exercise_id, session=session)
+    # The answer box keeps what was typed, and a hint the student opened stays open.
+    hint_open = hint == "shown"
     try:
         result = progress.answer_part(exercise_id, part_id, user.id, value, session=session, now=utcnow())
     except InvalidInput as exc:
         exercise = progress.get_exercise(exercise_id, session=session)
         part = progress.part_view(exercise, part_id, user.id, session=session)
         if _partial(request):
-            return _part_response(request, session, user.id, set_id, part, error=exc.message)
+            return _part_response(
+                request, session, user.id, set_id, part, error=exc.message, typed=value, hint_open=hint_open
+            )
         lab_id = _labs(session).get(exercise_id)
         page = service.exercise_page(set_id, exercise_id, user.id, lab_id, session=session)
-        context = {"page": page, "lab_id": lab_id, "errors": {part_id: exc.message}}
+        context = {
+            "page": page, "lab_id": lab_id, "errors": {part_id: exc.message}, "typed": {part_id: value},
+            "open_hint": part_id if hint_open else None,
+        }  # fmt: skip
         return render(request, "exercises/exercise.html", context, status_code=422)
-    return _part_response(request, session, user.id, set_id, result.part, correct=result.correct)
+    part = result.part
+    return _part_response(
+        request, session, user.id, set_id, part, correct=result.correct, typed=value, hint_open=hint_open
+    )
 
 
-@router.post("/{set_id}/{exercise_id}/parts/{part_id}/reveal", response_class=HTMLResponse)
-def reveal(
+@router.get("/{set_id}/{exercise_id}/parts/{part_id}/hint", response_class=HTMLResponse)
+def hint(
     set_id: str, exercise_id: str, part_id: str, request: Request, session: SessionDep, user: CurrentUser
 ) -> Response:
+    """The part's hint (htmx), once offered; 409 with the reason before that."""
+    exercise = service.exercise_in_set(set_id, exercise_id, session=session)
+    part = progress.part_hint(exercise, part_id, user.id, session=session)
+    if _partial(request):
+        return render(request, "exercises/_hint.html", {"part": part})
+    return RedirectResponse(f"{_exercise_url(set_id, exercise_id)}?hint={part_id}#hint-{part_id}", status_code=303)
+
+
+@router.post("/{set_id}/{exercise_id}/parts/{part_id}/give-up", response_class=HTMLResponse)
+def give_up(
+    set_id: str, exercise_id: str, part_id: str, request: Request, session: SessionDep, user: CurrentUser
+) -> Response:
+    """ "Show the answer": the part is recorded as given up and its worked answer shown."""
     service.exercise_in_set(set_id, exercise_id, session=session)
-    part = progress.reveal_part(exercise_id, part_id, user.id, session=session, now=utcnow())
+    part = progress.give_up_part(exercise_id, part_id, user.id, session=session, now=utcnow())
     return _part_response(request, session, user.id, set_id, part)
 
 

@@ -8,11 +8,32 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import genanki
 
-from app.content.records import Card, Deck
+
+class DeckLike(Protocol):
+    """What an export needs of a deck: a deck of the content, or a student's own cards."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+
+
+class CardLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def topic(self) -> str | None: ...
+    @property
+    def front_html(self) -> str: ...
+    @property
+    def back_html(self) -> str: ...
+
 
 CSS = """.card { font-family: system-ui, sans-serif; font-size: 18px; text-align: left; line-height: 1.45; }
 .topic { color: #888; font-size: 13px; text-transform: uppercase; letter-spacing: .05em; }
@@ -28,7 +49,7 @@ def note_guid(card_id: str) -> str:
     return str(genanki.guid_for("ringlab", card_id))
 
 
-def model(deck: Deck) -> genanki.Model:
+def model(deck: DeckLike) -> genanki.Model:
     return genanki.Model(
         stable_id("ringlab-model", "basic-v1"),
         "Ringlab card",
@@ -43,7 +64,7 @@ def model(deck: Deck) -> genanki.Model:
     )  # fmt: skip
 
 
-def build_apkg(deck: Deck, cards: list[Card]) -> bytes:
+def build_apkg(deck: DeckLike, cards: Sequence[CardLike]) -> bytes:
     """The deck's live cards as an .apkg file's bytes."""
     anki_deck = genanki.Deck(stable_id("ringlab-deck", deck.id), deck.title)
     note_model = model(deck)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, UniqueConstraint, true
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, utcnow
@@ -77,6 +77,62 @@ class Review(Base):
     review_key: Mapped[str | None] = mapped_column(String(100))  # the client's idempotency key
     raw_rating: Mapped[int] = mapped_column(Integer)  # 1-5 as pressed
     rating: Mapped[int] = mapped_column(Integer)  # fsrs.Rating: 1 Again .. 4 Easy
+    reviewed_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+    state_before: Mapped[int] = mapped_column(Integer)
+    version_before: Mapped[int] = mapped_column(Integer)
+    before: Mapped[dict[str, Any]] = mapped_column(JSON)
+    after: Mapped[dict[str, Any]] = mapped_column(JSON)
+    undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class PersonalCard(Base):
+    """A card a student made for themselves (from a quiz question no deck card covers), with its FSRS state.
+
+    Owned by one student and seen by no one else, so the card and its scheduling share one row.
+    One card per student and question: making it again finds the first.
+    """
+
+    __tablename__ = "personal_cards"
+    __table_args__ = (UniqueConstraint("user_id", "question_id", name="uq_personal_cards_user_id_question_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    question_id: Mapped[str | None] = mapped_column(ForeignKey("questions.id"))
+    topic: Mapped[str | None] = mapped_column(String(200))
+    front_html: Mapped[str] = mapped_column(Text)
+    back_html: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    state: Mapped[int] = mapped_column(Integer, default=NEW)
+    step: Mapped[int | None] = mapped_column(Integer)
+    stability: Mapped[float | None] = mapped_column(Float)
+    difficulty: Mapped[float | None] = mapped_column(Float)
+    due: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_review: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    suspended: Mapped[bool] = mapped_column(Boolean, default=False)
+    buried_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    @property
+    def number(self) -> None:
+        """Personal cards have no number (the templates show a deck card's)."""
+        return None
+
+
+class PersonalReview(Base):
+    """One rating of a personal card; as ``Review``, kept with ``undone_at`` when undone."""
+
+    __tablename__ = "personal_card_reviews"
+    __table_args__ = (
+        UniqueConstraint("card_id", "version_before", name="uq_personal_card_reviews_card_id_version_before"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    card_id: Mapped[int] = mapped_column(ForeignKey("personal_cards.id", ondelete="CASCADE"), index=True)
+    raw_rating: Mapped[int] = mapped_column(Integer)
+    rating: Mapped[int] = mapped_column(Integer)
     reviewed_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     duration_ms: Mapped[int | None] = mapped_column(Integer)
     state_before: Mapped[int] = mapped_column(Integer)

@@ -9,6 +9,7 @@ other gets ``Conflict`` (409, "refresh"). A client that says which version it sa
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -322,14 +323,23 @@ def _compare_and_set(state: CardState, version: int, values: dict[str, Any], ses
     session.expire(state)
 
 
-def undo(user_id: int, *, session: Session, now: datetime, deck_id: str | None = None) -> str:
-    """Undo the student's last review (in ``deck_id`` if given); returns the card's id.
+def undo(
+    user_id: int,
+    *,
+    session: Session,
+    now: datetime,
+    deck_id: str | None = None,
+    card_ids: Collection[str] | None = None,
+) -> str:
+    """Undo the student's last review (in ``deck_id``, of one of ``card_ids``, if given); returns the card's id.
 
     The review stays in the log, marked undone; the card gets back the state it had.
     """
     query = select(Review).where(Review.user_id == user_id, Review.undone_at.is_(None))
     if deck_id is not None:
         query = query.where(Review.deck_id == deck_id)
+    if card_ids is not None:
+        query = query.where(Review.card_id.in_(card_ids))
     last = session.scalar(query.order_by(Review.id.desc()).limit(1))
     if last is None:
         raise Conflict("There is no review to undo.")

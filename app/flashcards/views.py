@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Form, Query, Request
@@ -12,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.db import utcnow
 from app.deps import MAX_ROW_ID, CurrentUser, OptionalUser, SessionDep
 from app.errors import Conflict, InvalidInput
-from app.flashcards import charts, export, missed, preferences, service, study
+from app.flashcards import charts, export, missed, personal, preferences, service, study
 from app.flashcards.scheduling import RATING_MAP, format_interval
 from app.web.templating import render
 
@@ -39,8 +40,9 @@ def _clock(time_zone: str) -> Any:
 
 
 @router.get("", response_class=HTMLResponse)
-def deck_list(request: Request, session: SessionDep) -> HTMLResponse:
-    return render(request, "flashcards/list.html", {"decks": service.list_decks(session=session)})
+def deck_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
+    mine = len(personal.list_cards(user.id, session=session)) if user else None
+    return render(request, "flashcards/list.html", {"decks": service.list_decks(session=session), "mine": mine})
 
 
 @router.get("/settings", response_class=HTMLResponse)
@@ -78,16 +80,30 @@ def save_settings(
     return _settings(request, form, shortcuts, notice="Settings saved.")
 
 
-def _missed(request: Request, user_id: int, attempt: int | None, session: Any, notice: str | None = None,
+def _missed(request: Request, user_id: int, focus: missed.Focus, session: Any, notice: str | None = None,
             status_code: int = 200, announce: str | None = None) -> HTMLResponse:  # fmt: skip
-    view = missed.focus_view(user_id, session=session, now=utcnow(), attempt_id=attempt)
+    view = missed.focus_view(user_id, session=session, now=utcnow(), focus=focus)
     ctx = {
-        "view": view, "attempt": attempt, "notice": notice, "names": RATING_NAMES, "announce": announce,
-        "intervals": {raw: format_interval(d) for raw, d in view.intervals.items()},
+        "view": view, "attempt": focus.attempt, "focus": focus, "notice": notice, "names": RATING_NAMES,
+        "announce": announce, "intervals": {raw: format_interval(d) for raw, d in view.intervals.items()},
         "shortcuts": preferences.shortcuts_on(user_id, session=session),
     }  # fmt: skip
     block = "reviewer" if _is_htmx(request) else None
     return render(request, "flashcards/missed.html", ctx, block=block, status_code=status_code)
+
+
+def _missed_after(request: Request, user_id: int, focus: missed.Focus, session: Any, notice: str | None = None,
+                  announce: str | None = None) -> Response:  # fmt: skip
+    if not _is_htmx(request):
+        query = urlencode(focus.fields())
+        return RedirectResponse("/flashcards/missed" + (f"?{query}" if query else ""), status_code=303)
+    return _missed(request, user_id, focus, session, notice, announce=announce)
+
+
+# Which focused session a page or a form names: one attempt's missed questions, or one failed lab check.
+AttemptField = Annotated[int | None, Form(ge=1, le=MAX_ROW_ID)]
+SubmissionField = Annotated[int | None, Form(ge=1, le=MAX_ROW_ID)]
+CheckField = Annotated[str | None, Form(max_length=80)]
 
 
 @router.get("/missed", response_class=HTMLResponse)
@@ -96,9 +112,11 @@ def missed_page(
     session: SessionDep,
     user: CurrentUser,
     attempt: Annotated[int | None, Query(ge=1, le=MAX_ROW_ID)] = None,
+    submission: Annotated[int | None, Query(ge=1, le=MAX_ROW_ID)] = None,
+    check: Annotated[str | None, Query(max_length=80)] = None,
 ) -> HTMLResponse:
-    """Study only the cards of missed quiz questions (one attempt's, or all still pending)."""
-    return _missed(request, user.id, attempt, session)
+    """Study only the cards of missed quiz questions (one attempt's, or all still pending), or of a failed lab check."""
+    return _missed(request, user.id, missed.Focus(attempt, submission, check), session)
 
 
 @router.post("/missed/rate", response_class=HTMLResponse)
@@ -106,17 +124,48 @@ def missed_rate(
     request: Request, session: SessionDep, user: CurrentUser,
     card_id: Annotated[str, Form(max_length=80)], rating: Annotated[int, Form(ge=1, le=5)],
     version: Annotated[int, Form()], duration_ms: Annotated[int | None, Form(ge=0, le=86_400_000)] = None,
-    attempt: Annotated[int | None, Form(ge=1, le=MAX_ROW_ID)] = None,
+    attempt: AttemptField = None, submission: SubmissionField = None, check: CheckField = None,
 ) -> Response:  # fmt: skip
-    now = utcnow()
+    now, focus = utcnow(), missed.Focus(attempt, submission, check)
     try:
         rated = study.rate(user.id, card_id, rating, session=session, now=now, duration_ms=duration_ms,
                            expected_version=version, fuzz=fuzzing(request))  # fmt: skip
     except Conflict as exc:
-        return _missed(request, user.id, attempt, session, exc.message, status_code=409)
-    if not _is_htmx(request):
-        return RedirectResponse("/flashcards/missed" + (f"?attempt={attempt}" if attempt else ""), status_code=303)
-    return _missed(request, user.id, attempt, session, announce=rated_message(rating, rated.snap.due, now))
+        return _missed(request, user.id, focus, session, exc.message, status_code=409)
+    return _missed_after(request, user.id, focus, session, announce=rated_message(rating, rated.snap.due, now))
+
+
+@router.post("/missed/undo", response_class=HTMLResponse)
+def missed_undo(
+    request: Request, session: SessionDep, user: CurrentUser,
+    attempt: AttemptField = None, submission: SubmissionField = None, check: CheckField = None,
+) -> Response:  # fmt: skip
+    now, focus = utcnow(), missed.Focus(attempt, submission, check)
+    cards = missed.session_cards(user.id, focus, session=session, now=now)
+    try:
+        study.undo(user.id, session=session, now=now, card_ids=cards)
+    except Conflict as exc:
+        return _missed_after(request, user.id, focus, session, exc.message)
+    return _missed_after(request, user.id, focus, session, "Undone: the card is back as it was.")
+
+
+@router.post("/missed/bury", response_class=HTMLResponse)
+def missed_bury(
+    request: Request, session: SessionDep, user: CurrentUser, card_id: Annotated[str, Form(max_length=80)],
+    attempt: AttemptField = None, submission: SubmissionField = None, check: CheckField = None,
+) -> Response:  # fmt: skip
+    study.bury(user.id, card_id, session=session, now=utcnow())
+    return _missed_after(request, user.id, missed.Focus(attempt, submission, check), session, "Buried until tomorrow.")
+
+
+@router.post("/missed/suspend", response_class=HTMLResponse)
+def missed_suspend(
+    request: Request, session: SessionDep, user: CurrentUser, card_id: Annotated[str, Form(max_length=80)],
+    attempt: AttemptField = None, submission: SubmissionField = None, check: CheckField = None,
+) -> Response:  # fmt: skip
+    study.set_suspended(user.id, card_id, True, session=session, now=utcnow())
+    notice = "Suspended. Unsuspend it from the card's info page."
+    return _missed_after(request, user.id, missed.Focus(attempt, submission, check), session, notice)
 
 
 @router.get("/{deck_id}", response_class=HTMLResponse)

@@ -25,7 +25,8 @@ def column_fields(column: Column) -> list[str]:
     """The fields a gradebook column contributes, in order."""
     if column.count_label is None:
         return [column.key]
-    return [f"{column.key}:best", f"{column.key}:max", f"{column.key}:{column.count_label}", f"{column.key}:late"]
+    fields = [f"{column.key}:best", f"{column.key}:max", f"{column.key}:{column.count_label}", f"{column.key}:late"]
+    return [*fields, f"{column.key}:gave_up"] if column.gave_up else fields
 
 
 def gradebook_fields(columns: Sequence[Column]) -> list[str]:
@@ -39,7 +40,8 @@ def _number(value: float | None) -> float | int | None:
 
 
 def gradebook_records(book: Gradebook) -> list[Record]:
-    """One record per student: best score, maximum, count and late count per quiz and lab; the flashcard figures."""
+    """One record per student: best score, maximum, count and late count per quiz and lab (and parts given up
+    per exercise set); the flashcard figures."""
     records = []
     for row in book.rows:
         record: Record = {"student": row.student.username, "user_id": row.student.id}
@@ -52,6 +54,8 @@ def gradebook_records(book: Gradebook) -> list[Record]:
                 record[f"{column.key}:max"] = column.max_score
                 record[f"{column.key}:{column.count_label}"] = cell.count
                 record[f"{column.key}:late"] = cell.late
+                if column.gave_up:
+                    record[f"{column.key}:gave_up"] = cell.gave_up
         records.append(record)
     return records
 

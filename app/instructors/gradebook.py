@@ -23,9 +23,10 @@ from sqlalchemy.orm import Session
 from app.accounts.models import Role, User
 from app.content.records import Exercise, ExerciseSet, Question, Quiz
 from app.exercises.models import PartProgress
+from app.exercises.progress import GAVE_UP, SOLVED
 from app.flashcards.models import NEW, REVIEW, CardState, Review
 from app.labs import catalog
-from app.labs.models import Submission, SubmissionStatus
+from app.labs.models import SCORED, Submission
 from app.quizzes.models import QuizAttempt
 
 PER_PAGE = 50
@@ -40,6 +41,7 @@ class Column:
     max_score: int | None = None
     due_at: datetime | None = None
     percent: bool = False  # the figure is a fraction shown as a percentage
+    gave_up: bool = False  # the cells also count parts the student gave up on (exercise sets)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Cell:
     value: float | None  # the best score, or the figure
     count: int = 0  # attempts / submissions
     late: int = 0  # of them, after the due date
+    gave_up: int = 0  # exercise parts the student gave up on ("Show the answer"): tried, never solved
 
 
 @dataclass
@@ -124,7 +127,7 @@ class LabSource:
             if dues
             else func.sum(0)
         )
-        best = func.max(case((S.status == SubmissionStatus.graded, S.score), else_=None))
+        best = func.max(case((S.status.in_(SCORED), S.score), else_=None))
         query = (
             select(S.user_id, S.lab_id, best, func.count(), late).where(S.lab_id.in_(ids)).group_by(S.user_id, S.lab_id)
         )
@@ -180,13 +183,13 @@ class FlashcardSource:
 
 
 class ExerciseSetSource:
-    """Per exercise set with answer parts: parts solved (of all its parts) and parts tried."""
+    """Per exercise set with answer parts: parts solved (of all its parts), parts tried, parts given up."""
 
     def columns(self, *, session: Session, ctx: Context) -> list[Column]:
         sets = session.scalars(select(ExerciseSet).where(ExerciseSet.retired_at.is_(None)).order_by(ExerciseSet.id))
         parts = self._part_counts(session)
         return [
-            Column(f"exercises:{s.id}", "Exercises", s.title, "parts_tried", parts[s.id])
+            Column(f"exercises:{s.id}", "Exercises", s.title, "parts_tried", parts[s.id], gave_up=True)
             for s in sets
             if parts.get(s.id)
         ]
@@ -207,16 +210,19 @@ class ExerciseSetSource:
         if not ids:
             return {}
         P = PartProgress
-        solved = func.sum(case((P.solved_at.is_not(None), 1), else_=0))
-        tried = func.sum(case(((P.attempts > 0) | P.solved_at.is_not(None) | P.revealed_at.is_not(None), 1), else_=0))
+        solved = func.sum(case((SOLVED, 1), else_=0))
+        tried = func.sum(case(((P.attempts > 0) | P.solved_at.is_not(None) | P.given_up_at.is_not(None), 1), else_=0))
+        gave_up = func.sum(case((GAVE_UP, 1), else_=0))
         query = (
-            select(P.user_id, Exercise.set_id, solved, tried)
+            select(P.user_id, Exercise.set_id, solved, tried, gave_up)
             .join(Exercise, Exercise.id == P.exercise_id)
             .where(Exercise.set_id.in_(ids))
             .group_by(P.user_id, Exercise.set_id)
         )
         rows = session.execute(_for_users(query, P.user_id, user_ids)).all()
-        return {(uid, f"exercises:{sid}"): Cell(int(n or 0), int(t or 0)) for uid, sid, n, t in rows}
+        return {
+            (uid, f"exercises:{sid}"): Cell(int(n or 0), int(t or 0), gave_up=int(g or 0)) for uid, sid, n, t, g in rows
+        }
 
 
 SOURCES: tuple[Source, ...] = (QuizSource(), LabSource(), ExerciseSetSource(), FlashcardSource())

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.accounts.models import Role, User
 from app.flashcards.models import Review
 from app.labs import catalog, service
-from app.labs.models import Submission, SubmissionStatus
+from app.labs.models import SCORED, Submission
 from app.labs.queue_view import Board
 from app.quizzes.models import QuizAttempt
 
@@ -66,7 +66,7 @@ def overview(*, session: Session, now: datetime) -> Overview:
         select(func.count(), func.sum(case((Review.reviewed_at >= week, 1), else_=0))).where(Review.undone_at.is_(None))
     ).one()
     labs = catalog.all_labs(session)
-    full = func.max(case((Submission.status == SubmissionStatus.graded, Submission.score), else_=None))
+    full = func.max(case((Submission.status.in_(SCORED), Submission.score), else_=None))
     per_student = (
         select(Submission.lab_id, Submission.user_id, full.label("best"), func.max(Submission.max_score).label("max"))
         .where(Submission.user_id.in_(students))

@@ -15,6 +15,7 @@ from app.errors import NotFound
 from app.flashcards import service as flashcards
 from app.flashcards.stats import Stats
 from app.labs import catalog
+from app.labs import hints as lab_hints
 from app.labs.models import Submission
 from app.quizzes import accommodations
 from app.quizzes import attempts as quiz_attempts
@@ -55,6 +56,7 @@ class StudentPage:
     accommodation: QuizAccommodation | None = None
     granted_by: str | None = None  # the instructor who granted it, if not the terminal
     timed: list[TimedQuiz] = field(default_factory=list)
+    hints: list[lab_hints.HintUse] = field(default_factory=list)  # lab hints revealed, newest first
 
     @property
     def accommodation_words(self) -> str:
@@ -122,7 +124,8 @@ def student_page(user_id: int, *, session: Session, now: datetime) -> StudentPag
         if quiz.time_limit_minutes and quiz.retired_at is None:
             mine = accommodations.student_limit(quiz.time_limit_minutes, user_id, session=session)
             timed.append(TimedQuiz(quiz.title, quiz.time_limit_minutes, mine or quiz.time_limit_minutes))
-    return StudentPage(user, attempts, submissions, decks, accommodation, granter, timed)
+    used = lab_hints.usage(user_id, labs, session=session)
+    return StudentPage(user, attempts, submissions, decks, accommodation, granter, timed, used)
 
 
 def attempt_for_instructor(attempt_id: int, *, session: Session, now: datetime) -> quizzes.ResultPage:

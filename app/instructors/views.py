@@ -17,6 +17,7 @@ from app.instructors import exports, gradebook, overview, students
 from app.labs import catalog
 from app.quizzes import accommodations
 from app.quizzes import service as quizzes
+from app.reports import service as reports
 from app.web.templating import render
 
 router = APIRouter(prefix="/instructor", tags=["instructor"])
@@ -35,6 +36,7 @@ def home(request: Request, session: SessionDep, user: RequireInstructor) -> HTML
         "people": account_stats.people(session=session),
         "quizzes": quizzes.list_quizzes(session=session),
         "labs": list(catalog.all_labs(session).values()),
+        "open_reports": reports.open_count(session=session),
     }
     return render(request, "instructor/index.html", context)
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.deps import ApiUser, RowId, SessionDep
+from app.deps import ApiUser, RowId, SessionDep, api_user, bearer
+from app.exercises.service import lab_best_scores
 from app.labs import catalog, queue_view, service
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
-from app.labs.schemas import LabDetailOut, LabOut, SubmissionCreated, SubmissionIn, SubmissionOut
+from app.labs.schemas import LabDetailOut, LabListOut, LabOut, SubmissionCreated, SubmissionIn, SubmissionOut
 from app.labs.views import limits
+from app.web.auth import Principal
 
 router = APIRouter(prefix="/api/v1", tags=["api: labs"])
 
@@ -30,6 +35,8 @@ def submission_out(submission: Submission, lab: Lab, *, session: Session) -> Sub
             "id": submission.id,
             "lab_id": submission.lab_id,
             "status": submission.status.value,
+            "result": submission.outcome.text,
+            "result_kind": submission.outcome.kind,
             "position": queued.position if queued else None,
             "queue_position": queued.position if queued else None,
             "estimated_wait_s": round(wait, 1) if wait is not None else None,
@@ -45,9 +52,25 @@ def submission_out(submission: Submission, lab: Lab, *, session: Session) -> Sub
     )
 
 
+def _optional_api_user(
+    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> Principal | None:
+    # No token: anyone may list the labs. A token that is wrong is still refused (401), not ignored.
+    return api_user(session, credentials) if credentials is not None else None
+
+
 @router.get("/labs")
-def list_labs(session: SessionDep) -> list[LabOut]:
-    return [_lab(lab) for lab in catalog.all_labs(session).values()]
+def list_labs(session: SessionDep, user: Annotated[Principal | None, Depends(_optional_api_user)]) -> list[LabListOut]:
+    labs = catalog.all_labs(session)
+    best = lab_best_scores(user.id, labs, session=session) if user else {}
+    return [
+        LabListOut(**_lab(lab).model_dump(), max_score=lab.spec.max_score, best_score=_score(best.get(lab.id)))
+        for lab in labs.values()
+    ]
+
+
+def _score(best: tuple[int, int] | None) -> int | None:
+    return best[0] if best else None
 
 
 @router.get("/labs/{lab_id}")
@@ -63,6 +86,7 @@ def get_lab(lab_id: str, session: SessionDep) -> LabDetailOut:
         checks=[{"id": c.id, "title": c.title, "points": c.points} for c in s.checks],  # type: ignore[misc]
         statement=lab.statement,
         starter_code=lab.starter,
+        public_files=list(s.public_files),
     )
 
 

@@ -1,7 +1,7 @@
-"""The labs list: grouped by the exercise sections they belong to, with the signed-in student's status.
+"""The labs list: the path through the labs (``app.labs.path``), with the signed-in student's states.
 
-``group`` is pure (labs, where their exercises sit, best scores in; groups out); ``catalogue``
-reads what it needs from the database.
+``group`` is pure (labs, where their exercises sit, best scores in; groups in exercise order out), and
+that order breaks the ties of the path (``walk``); ``lab_path`` reads what they need from the database.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.content import records as r
 from app.content.rules import number_key
 from app.exercises.service import lab_best_scores
-from app.labs import catalog
+from app.labs import catalog, path
 from app.labs.catalog import PublishedLab
 
 Status = Literal["not tried", "tried", "passed"]
@@ -87,9 +87,47 @@ def places(exercise_ids: set[str], *, session: Session) -> dict[str, Place]:
     return out
 
 
-def catalogue(user_id: int | None, *, session: Session) -> list[Group]:
-    """Every live lab, grouped for the list page, with ``user_id``'s status (None: signed out)."""
+@dataclass(frozen=True)
+class PathRow:
+    """One lab on the path, as the labs page and the dashboard show it."""
+
+    lab: PublishedLab
+    number: str | None  # the exercise's, e.g. "35.4"
+    best: tuple[int, int] | None  # (score, max score) of the best graded submission
+    step: path.Step
+    waiting_on: list[PublishedLab]  # the labs to do first: "Do first: Ring all-reduce"
+    after: list[PublishedLab]  # every lab it builds on
+    suggested: bool  # the one lab the student should do next
+
+
+@dataclass(frozen=True)
+class LabPath:
+    rows: list[PathRow]  # in path order: each lab after the labs it builds on
+    done: int  # labs with full marks
+    signed_in: bool  # False: no states, only what each lab builds on
+
+    @property
+    def suggested(self) -> PathRow | None:
+        return next((row for row in self.rows if row.suggested), None)
+
+
+def walk(groups: list[Group], best: dict[str, tuple[int, int]], *, signed_in: bool) -> LabPath:
+    """The labs of ``groups`` as a path: their current (exercise) order breaks the ties of ``after``."""
+    rows = {row.lab.id: row for g in groups for row in g.rows}
+    planned = path.plan([(lab_id, row.lab.spec.after) for lab_id, row in rows.items()], best)
+    out = []
+    for step in planned.steps:
+        row = rows[step.lab_id]
+        out.append(
+            PathRow(row.lab, row.number, best.get(step.lab_id), step, [rows[a].lab for a in step.waiting_on],
+                    [rows[a].lab for a in step.after], signed_in and step.lab_id == planned.suggested)
+        )  # fmt: skip
+    return LabPath(out, planned.done, signed_in)
+
+
+def lab_path(user_id: int | None, *, session: Session) -> LabPath:
+    """Every live lab on the path, with ``user_id``'s states (None: signed out)."""
     labs = list(catalog.all_labs(session).values())
     where = places({lab.spec.exercise for lab in labs}, session=session)
-    best = lab_best_scores(user_id, [lab.id for lab in labs], session=session) if user_id is not None else None
-    return group(labs, where, best)
+    best = lab_best_scores(user_id, [lab.id for lab in labs], session=session) if user_id is not None else {}
+    return walk(group(labs, where, best), best, signed_in=user_id is not None)

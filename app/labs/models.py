@@ -6,10 +6,11 @@ import enum
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Enum, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, Enum, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, utcnow
+from app.labs import outcome as outcomes
 
 
 class SubmissionStatus(enum.StrEnum):
@@ -21,6 +22,8 @@ class SubmissionStatus(enum.StrEnum):
 
 
 IN_FLIGHT = (SubmissionStatus.queued, SubmissionStatus.running)
+# The student's code was judged, to the end or until it stopped: its score counts towards the best.
+SCORED = (SubmissionStatus.graded, SubmissionStatus.failed)
 
 
 class Submission(Base):
@@ -61,6 +64,12 @@ class Submission(Base):
     def done(self) -> bool:
         return self.status not in IN_FLIGHT
 
+    @property
+    def outcome(self) -> outcomes.Outcome:
+        """What the student is told: a score for a run that could be judged, else why it could not run."""
+        verdict_status = (self.verdict or {}).get("status")
+        return outcomes.of(self.status.value, verdict_status, self.score, self.max_score)
+
 
 class LabWorker(Base):
     """A grading worker as it advertised itself; alive while ``last_seen_at`` is recent and it has not stopped."""
@@ -79,3 +88,19 @@ class LabWorker(Base):
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)  # its heartbeat
     stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # it stopped, or its supervisor saw it die
     graded: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class HintView(Base):
+    """A hint a student revealed: which lab, which check, which hint (0 for the first), and when first."""
+
+    __tablename__ = "lab_hint_views"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    lab_id: Mapped[str] = mapped_column(String(80))
+    check_id: Mapped[str] = mapped_column(String(80))
+    hint_index: Mapped[int] = mapped_column(Integer)
+    shown_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    # Revealing a hint again records nothing new: the row says when it was first shown.
+    __table_args__ = (UniqueConstraint("user_id", "lab_id", "check_id", "hint_index"),)

@@ -16,6 +16,13 @@ class LabOut(BaseModel):
     needs_gpu: bool
 
 
+class LabListOut(LabOut):
+    max_score: int
+    best_score: int | None = Field(
+        default=None, description="with a bearer token: your best graded score so far; else null"
+    )
+
+
 class CheckSpecOut(BaseModel):
     id: str
     title: str
@@ -30,6 +37,9 @@ class LabDetailOut(LabOut):
     checks: list[CheckSpecOut]
     statement: str = Field(description="Markdown, with $math$")
     starter_code: str
+    public_files: list[str] = Field(
+        description="files the lab runs beside your code (such as driver.py), each at /labs/{id}/public/{name}"
+    )
 
 
 class SubmissionIn(BaseModel):
@@ -63,7 +73,16 @@ class VerdictOut(BaseModel):
 class SubmissionOut(BaseModel):
     id: int
     lab_id: str
-    status: str = Field(description="queued, running, graded, failed (your code) or error (ours)")
+    status: str = Field(
+        description="how the run ended, as stored: queued, running, graded (ran to the end), failed (your code "
+        "stopped early or could not run) or error (ours). Show `result` to a person"
+    )
+    result: str = Field(
+        default="",
+        description='what the pages say: "Queued", "Running", the score ("6/10", "10/10 Passed") for every run that '
+        'could be judged, or "Could not run: <reason>" when nothing could be',
+    )
+    result_kind: str = Field(default="", description="waiting, scored or not_run")
     position: int | None = Field(description="place in the queue while queued (the same as queue_position)")
     queue_position: int | None = Field(description="place in the queue while queued, 1 for the next job; else null")
     estimated_wait_s: float | None = Field(

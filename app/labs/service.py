@@ -16,13 +16,13 @@ from app.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimite
 from app.labs import queue_view, wake
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.catalog import gpus_needed
-from app.labs.models import IN_FLIGHT, LabWorker, Submission, SubmissionStatus
+from app.labs.models import IN_FLIGHT, SCORED, LabWorker, Submission, SubmissionStatus
 from app.labs.queue import ALIVE_S
 from app.labs.settings import LabSettings
 from app.web.auth import Principal
 
 S = Submission
-GRADED = (SubmissionStatus.graded, SubmissionStatus.failed)  # a verdict on the student's code
+GRADED = SCORED  # a verdict on the student's code
 
 
 class TooLarge(DomainError):
@@ -281,6 +281,7 @@ def checks(submission: Submission, lab: Lab) -> list[dict[str, Any]]:
                 "message": c["message"] if c else "",
                 "data": c.get("data", {}) if c else {},
                 "run": c is not None,
+                "cards": list(spec.cards),  # flashcards that teach the check: offered when it fails
             }
         )
     return rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -12,12 +13,13 @@ from sqlalchemy.orm import Session
 from app.content.markdown import render as markdown
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep
-from app.errors import InvalidInput, NotFound
+from app.errors import Forbidden, InvalidInput, NotFound
 from app.instructors import exports
-from app.labs import catalog, charts, listing, queue_view, review, service, wire
+from app.labs import catalog, charts, hints, listing, outcome, queue_view, reference, review, service, wire
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
+from app.web.auth import Principal
 from app.web.templating import render, templates
 
 router = APIRouter(prefix="/labs", tags=["labs"])
@@ -44,15 +46,22 @@ def _partial(request: Request) -> bool:
 
 
 def result_view(
-    submission: Submission | None, lab: Lab, *, session: Session, said: str | None = None
+    submission: Submission | None,
+    lab: Lab,
+    *,
+    session: Session,
+    said: str | None = None,
+    viewer: Principal | None = None,
 ) -> dict[str, Any] | None:
     """What the result fragment shows for one submission.
 
     ``said`` is the queue line the page last showed (the poll sends it back): the line is read out
     when it is news, a queued job that waits and whose line changed, never on every poll. None: a
-    full page, where nothing is news."""
+    full page, where nothing is news. ``viewer``: who looks; its author gets the hints they earned and
+    the link to the reference once allowed (an instructor reviewing someone's work gets neither)."""
     if submission is None:
         return None
+    own = viewer is not None and viewer.id == submission.user_id and submission.done
     checks = service.checks(submission, lab) if submission.done else []
     verdict = submission.verdict if submission.done else None
     queued = service.estimate(submission, session=session, now=utcnow())
@@ -70,16 +79,37 @@ def result_view(
         "poll_ms": int(1000 * queue_view.poll_after_s(queued)),
         # A GPU-only lab's queued job says what it waits for, and whether any worker could take it.
         "gpu_waiting": not submission.done and service.gpu_waiting(lab, session=session, now=utcnow()),
+        "hints": hints.states(lab, submission.user_id, session=session) if own else {},
+        "reference_open": own and viewer is not None and _reference_open(lab, viewer, session=session),
     }
 
 
+def _reference_open(lab: Lab, user: Principal, *, session: Session) -> bool:
+    return reference.allowed(lab, user, session=session, now=utcnow()).allowed
+
+
+_GRADER_HEADING = re.compile(r"(<h2[^>]*>\s*What the grader does\s*</h2>)", re.IGNORECASE)
+
+
+def _with_reference_link(html: str, lab: Lab) -> str:
+    """The statement with a link to the reference comparison under its "What the grader does" heading."""
+    link = (
+        f'<p class="lab-reference-link"><a href="/labs/{lab.id}/reference">Compare your best submission with '
+        "the reference solution</a>, side by side.</p>"
+    )
+    return _GRADER_HEADING.sub(lambda m: m.group(1) + link, html, count=1)
+
+
 def _lab_page(request: Request, lab: Lab, user: Any, current: Submission | None, *, session: Session) -> dict[str, Any]:
+    reference_open = bool(user) and _reference_open(lab, user, session=session)
+    statement = _statement_html(lab.statement)
     return {
         "lab": lab,
-        "statement_html": _statement_html(lab.statement),
+        "statement_html": _with_reference_link(statement, lab) if reference_open else statement,
         "starter": lab.starter,
         "code": current.code if current is not None else lab.starter,
-        "result": result_view(current, lab, session=session),
+        "result": result_view(current, lab, session=session, viewer=user),
+        "reference_open": reference_open,
         "history": service.history(lab.id, user.id, session=session) if user else [],
         "gpu_waiting": service.gpu_waiting(lab, session=session, now=utcnow()),
         "queue_long": _queue_long(request, lab, session=session) if user else None,
@@ -94,9 +124,9 @@ def _queue_long(request: Request, lab: Lab, *, session: Session) -> queue_view.E
 
 @router.get("", response_class=HTMLResponse)
 def lab_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    groups = listing.catalogue(user.id if user else None, session=session)
-    waiting = service.gpu_waiting_labs([row.lab for g in groups for row in g.rows], session=session, now=utcnow())
-    return render(request, "labs/list.html", {"groups": groups, "gpu_waiting": waiting})
+    labs = listing.lab_path(user.id if user else None, session=session)
+    waiting = service.gpu_waiting_labs([row.lab for row in labs.rows], session=session, now=utcnow())
+    return render(request, "labs/list.html", {"path": labs, "gpu_waiting": waiting})
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
@@ -111,7 +141,7 @@ def submission_page(
     lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
     # An instructor looking at a student's work: named as theirs, read-only, no Submit.
     author = review.author_name(submission, session=session) if submission.user_id != user.id else None
-    result = result_view(submission, lab, session=session, said=said if _partial(request) else None)
+    result = result_view(submission, lab, session=session, said=said if _partial(request) else None, viewer=user)
     if author is not None and not _partial(request):
         context = {"lab": lab, "submission": submission, "author": author, "result": result}
         response = render(request, "labs/review_submission.html", context)
@@ -178,9 +208,46 @@ async def submit(
     submission = service.submit(lab, user, code, session=session, now=utcnow(), limits=limits(request))
     if not _partial(request):
         return RedirectResponse(f"/labs/submissions/{submission.id}", status_code=303)
-    context = {"result": result_view(submission, lab, session=session, said=""), "lab": lab}
+    context = {"result": result_view(submission, lab, session=session, said="", viewer=user), "lab": lab}
     response = render(request, "labs/lab.html", context, block="result", status_code=202)
     response.headers["HX-Trigger"] = EVENT_CHANGED
+    return response
+
+
+@router.post("/{lab_id}/hints/{check_id}", response_class=HTMLResponse)
+def reveal_hint(
+    lab_id: str,
+    check_id: str,
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    index: Annotated[int, Form(ge=0, le=100)] = 0,
+) -> Response:
+    """Reveal an earned hint (0 for a check's first); 403, saying how many more tries it takes, before then."""
+    lab = catalog.get_lab(session, lab_id)
+    try:
+        state = hints.reveal(lab, user.id, check_id, index, session=session, now=utcnow())
+    except Forbidden as exc:
+        if not _partial(request):
+            raise
+        # A page older than the student's record: the box again, saying why, in place of the whole error page.
+        context = {"lab": lab, "h": hints.states(lab, user.id, session=session)[check_id], "error": exc.message}
+        return render(request, "labs/_hints.html", context, status_code=403)
+    if not _partial(request):
+        return RedirectResponse(f"/labs/{lab.id}#hints-{check_id}", status_code=303)
+    context = {"lab": lab, "h": state, "focus": index}
+    response = render(request, "labs/_hints.html", context)
+    response.headers.update(NO_STORE)
+    return response
+
+
+@router.get("/{lab_id}/reference", response_class=HTMLResponse)
+def compare_with_reference(lab_id: str, request: Request, session: SessionDep, user: CurrentUser) -> HTMLResponse:
+    """The student's best submission beside the reference solution; 403 with the reason until allowed."""
+    lab = catalog.get_lab(session, lab_id)
+    found = reference.comparison(lab, user, session=session, now=utcnow())
+    response = render(request, "labs/reference.html", {"lab": lab, "comparison": found})
+    response.headers.update(NO_STORE)
     return response
 
 
@@ -208,6 +275,7 @@ def all_submissions(
     lab = catalog.get_lab(session, lab_id)
     found = review.review(lab.id, review.Filters(student, status, best, page), session=session)
     context = {"lab": lab, "page": found, "queued": queued, "statuses": review.STATUSES, "poll_ms": 1000,
+               "status_names": outcome.STATUS_NAMES,
                "workers": service.workers(session=session, now=utcnow())}  # fmt: skip
     response = render(request, "labs/submissions.html", context, block="rows" if _partial(request) else None)
     response.headers.update(NO_STORE)
@@ -262,3 +330,4 @@ def _lab_for_exercise(request: Request, exercise_id: str) -> Lab | None:
 templates.env.globals["lab_for_exercise"] = _lab_for_exercise
 templates.env.globals["all_labs"] = _labs
 templates.env.globals["LAB_EVENT"] = EVENT_CHANGED
+templates.env.filters["lab_markdown"] = _statement_html  # hints are authored markdown, as statements

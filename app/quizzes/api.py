@@ -29,6 +29,8 @@ def _result(attempt: QuizAttempt, *, session: Session) -> ResultOut:
                     "answer": i.answer if page.key_shown else None,
                     "correct": i.correct if page.key_shown else None,
                     "explanation": i.explanation_text if page.key_shown else None,
+                    "choice_label": i.question.label_of(i.choice) or None,
+                    "answer_label": (i.question.label_of(i.answer) or None) if page.key_shown else None,
                 }
                 for i in page.items
             ],
@@ -59,7 +61,7 @@ def _attempt(attempt: QuizAttempt, *, session: Session) -> AttemptOut:
             id=q.id,
             section=q.section_id,
             prompt=q.prompt_text,
-            options=[OptionOut(key=o.key, text=o.text) for o in q.options],
+            options=[OptionOut(key=o.key, text=o.text, label=o.label) for o in q.options],
         )
         for q in page.questions
     ]

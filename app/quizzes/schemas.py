@@ -16,8 +16,9 @@ class QuizOut(BaseModel):
 
 
 class OptionOut(BaseModel):
-    key: str
+    key: str = Field(description="the option's stable id (its authored letter): what an answer's choice names")
     text: str
+    label: str = Field(description="the letter shown for it in this attempt, A, B, C... in the order listed")
 
 
 class QuestionOut(BaseModel):
@@ -59,6 +60,8 @@ class MarkOut(BaseModel):
     answer: str | None
     correct: bool | None
     explanation: str | None
+    choice_label: str | None = Field(default=None, description="the letter the chosen option was shown under")
+    answer_label: str | None = Field(default=None, description="the letter the right option was shown under")
 
 
 class RescoreOut(BaseModel):

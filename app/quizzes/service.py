@@ -6,6 +6,7 @@ explanation, so no template or API response of an open attempt can leak them by 
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -83,9 +84,13 @@ def quizzes_open(user_id: int, *, session: Session, now: datetime | None = None)
 
 @dataclass(frozen=True)
 class OptionView:
+    """One option as shown: ``key`` is its authored letter (stored, scored, sent back by the form);
+    ``label`` is the letter the student sees, A, B, C... in the order shown, whatever the shuffle."""
+
     key: str
     html: str
     text: str
+    label: str
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,15 @@ class QuestionView:
     prompt_html: str
     prompt_text: str
     options: tuple[OptionView, ...]
+
+    def label_of(self, key: str | None) -> str:
+        """The shown letter of the option with authored ``key`` ("" for none or an unknown key)."""
+        return next((o.label for o in self.options if o.key == key), "")
+
+
+def shown_label(position: int) -> str:
+    """The letter shown for the option at ``position`` (0-based) of the shown order: A, B, C..."""
+    return string.ascii_uppercase[position] if position < 26 else str(position + 1)
 
 
 def _views(quiz: Quiz, attempt: QuizAttempt, questions: list[Question]) -> list[QuestionView]:
@@ -116,7 +130,7 @@ def _views(quiz: Quiz, attempt: QuizAttempt, questions: list[Question]) -> list[
                 section_title=titles.get(q.section_id or ""),
                 prompt_html=q.prompt_html,
                 prompt_text=q.source.get("prompt", ""),
-                options=tuple(OptionView(k, htmls[k], texts.get(k, "")) for k in order),
+                options=tuple(OptionView(k, htmls[k], texts.get(k, ""), shown_label(n)) for n, k in enumerate(order)),
             )
         )
     return views
@@ -319,6 +333,7 @@ class StatisticsPage:
     stats: statistics.QuizStats
     questions: dict[str, Question]  # by id: each item's text and options, next to its figures
     all_attempts: bool
+    shuffled: bool = False  # students saw the options shuffled and relettered; this page shows them as authored
 
 
 def first_attempts(results: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -353,4 +368,5 @@ def quiz_statistics(quiz_id: str, *, session: Session, now: datetime, all_attemp
         statistics.ItemInfo(qid, n, [o["key"] for o in rows[qid].options], rows[qid].answer)
         for n, qid in enumerate(order, 1)
     ]
-    return StatisticsPage(statistics.quiz_stats(summary.quiz.title, items, results), rows, all_attempts)
+    stats = statistics.quiz_stats(summary.quiz.title, items, results)
+    return StatisticsPage(stats, rows, all_attempts, shuffled=bool(summary.quiz.shuffle_options))

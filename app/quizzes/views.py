@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep, WriteSessionDep
 from app.errors import NotFound
-from app.flashcards import missed
+from app.flashcards import missed, personal
 from app.quizzes import accommodations, attempts, service
 from app.web.templating import render
 
@@ -119,7 +119,8 @@ def result(attempt_id: RowId, request: Request, session: WriteSessionDep, user: 
         return _go(request, f"/quizzes/attempts/{attempt_id}")
     page = service.result_page(attempt, session=session, now=now)
     to_study = missed.pending_cards(user.id, session=session, now=now, attempt_id=attempt_id)
-    return render(request, "quizzes/result.html", {"page": page, "to_study": to_study})
+    made = personal.made_for(user.id, [i.question.id for i in page.items if not i.correct], session=session)
+    return render(request, "quizzes/result.html", {"page": page, "to_study": to_study, "made": made})
 
 
 @router.get("/{quiz_id}", response_class=HTMLResponse)
@@ -148,5 +149,11 @@ def statistics(
     which: Annotated[str, Query(alias="attempts", pattern="^(first|all)$")] = "first",
 ) -> HTMLResponse:
     page = service.quiz_statistics(quiz_id, session=session, now=utcnow(), all_attempts=which == "all")
-    context = {"stats": page.stats, "questions": page.questions, "all_attempts": page.all_attempts, "quiz_id": quiz_id}
+    context = {
+        "stats": page.stats,
+        "questions": page.questions,
+        "all_attempts": page.all_attempts,
+        "shuffled": page.shuffled,
+        "quiz_id": quiz_id,
+    }
     return render(request, "quizzes/statistics.html", context)

@@ -1,7 +1,7 @@
 """The dashboard: what a signed-in student should do next, in order.
 
 An attempt in progress (resume at its first unanswered question), cards due today and the
-cards of missed quiz questions, labs not yet passed, then recent results.
+cards of missed quiz questions, the next lab on the path through the labs, then recent results.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from app.content.records import Deck, Quiz
 from app.exercises.progress import SolvedPart, recent_solved_parts
 from app.flashcards import missed
 from app.flashcards import study as flashcards
-from app.labs import catalog
-from app.labs.models import Submission, SubmissionStatus
+from app.labs import catalog, listing
+from app.labs.models import Submission
 from app.quizzes import attempts
 from app.quizzes.models import QuizAttempt
 
@@ -43,11 +43,12 @@ class OpenAttempt:
 
 @dataclass(frozen=True)
 class LabToDo:
-    lab_id: str
-    title: str
-    best: int | None  # best graded score so far; None when never graded
-    max_score: int | None
-    in_flight: bool
+    """The one lab to do next (``app.labs.path``), and how far the student is along the path."""
+
+    next: listing.PathRow | None  # None once every lab is done
+    in_flight: bool  # a submission to it is queued or being graded
+    done: int
+    total: int
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Dashboard:
     cards_due: int
     decks: list[tuple[str, str]]  # (id, title) of the decks to study
     missed_cards: int  # cards of missed quiz questions not reviewed since
-    labs_to_do: list[LabToDo]
+    next_lab: LabToDo | None  # None when there are no labs
     quiz_scores: list[QuizScore]
     lab_scores: list[LabScore]
     exercise_parts: list[SolvedPart] = field(default_factory=list)
@@ -109,24 +110,27 @@ def _open_attempts(user_id: int, session: Session, now: datetime) -> list[OpenAt
     return out
 
 
-def _labs(user_id: int, session: Session) -> tuple[list[LabToDo], list[LabScore]]:
+def _labs(user_id: int, session: Session) -> tuple[LabToDo | None, list[LabScore]]:
     labs = catalog.all_labs(session)
     subs = session.scalars(
         select(Submission).where(Submission.user_id == user_id).order_by(Submission.submitted_at.desc())
     ).all()
-    to_do = []
-    for lab_id, lab in labs.items():
-        mine = [s for s in subs if s.lab_id == lab_id]
-        graded = [s for s in mine if s.status == SubmissionStatus.graded and s.score is not None]
-        best = max(graded, key=lambda s: (s.score or 0, s.id), default=None)
-        if best is not None and best.max_score is not None and best.score == best.max_score:
-            continue  # passed: full marks
-        flying = any(not s.done for s in mine)
-        to_do.append(LabToDo(lab_id, lab.spec.title, best.score if best else None,
-                             best.max_score if best else None, flying))  # fmt: skip
+    on_path = listing.lab_path(user_id, session=session)
+    step = on_path.suggested
+    flying = step is not None and any(s.lab_id == step.lab.id and not s.done for s in subs)
+    to_do = LabToDo(step, flying, on_path.done, len(on_path.rows)) if on_path.rows else None
     titles = {lab_id: lab.spec.title for lab_id, lab in labs.items()}
     scores = [
-        LabScore(s.id, s.lab_id, titles.get(s.lab_id, s.lab_id), s.score, s.max_score, s.status.value, s.submitted_at)
+        # A score only for a run that could be judged; otherwise the label says why it could not run.
+        LabScore(
+            s.id,
+            s.lab_id,
+            titles.get(s.lab_id, s.lab_id),
+            s.score if s.outcome.scored else None,
+            s.max_score,
+            s.outcome.text,
+            s.submitted_at,
+        )
         for s in subs[:RECENT]
     ]
     return to_do, scores
@@ -158,7 +162,7 @@ def _returning(user_id: int, session: Session, now: datetime) -> bool:
 
 def build(user_id: int, *, session: Session, now: datetime) -> Dashboard:
     """Everything the dashboard shows a student, read-only (an expired attempt is left for its next touch)."""
-    labs_to_do, lab_scores = _labs(user_id, session)
+    next_lab, lab_scores = _labs(user_id, session)
     decks = [(d.id, d.title) for d in session.scalars(select(Deck).where(Deck.retired_at.is_(None)).order_by(Deck.id))]
     return Dashboard(
         returning=_returning(user_id, session, now),
@@ -166,7 +170,7 @@ def build(user_id: int, *, session: Session, now: datetime) -> Dashboard:
         cards_due=flashcards.cards_due(user_id, session=session, now=now),
         decks=decks,
         missed_cards=len(missed.pending_cards(user_id, session=session, now=now)),
-        labs_to_do=labs_to_do,
+        next_lab=next_lab,
         quiz_scores=_quiz_scores(user_id, session),
         lab_scores=lab_scores,
         exercise_parts=recent_solved_parts(user_id, session=session),

@@ -11,10 +11,11 @@ from app.labs.models import SubmissionStatus
 SUBMISSION_STATUSES: dict[str, str] = {
     SubmissionStatus.queued: "Waiting for a grading worker; the page shows its place in the queue and about how long.",
     SubmissionStatus.running: "A worker is running your code on its ranks now; the verdict is about a second away.",
-    SubmissionStatus.graded: "Every check ran: the score says how it did, check by check.",
+    SubmissionStatus.graded: "It ran to the end and every check was judged: its result is the score, e.g. 6/10.",
     SubmissionStatus.failed: (
-        "Your code could not be judged to the end (it did not parse, raised, crashed, hit a limit or "
-        "deadlocked); the message says where and why."
+        "Your code stopped early or could not start (it did not parse, raised, crashed, hit a limit or "
+        "deadlocked). If some checks could still be judged, the result is the score they earned, e.g. 6/10; "
+        'if none could, it says "Could not run" and why. The message says where.'
     ),
     SubmissionStatus.error: "Our grader failed on every try. It never counts against you; staff can re-grade it.",
 }

@@ -1,4 +1,5 @@
-"""Solve an exercise part in a real Chromium: filter the set, answer wrong, malformed, then right."""
+"""Solve an exercise part in a real Chromium: filter the set, answer wrong, malformed, then right; a hint after
+two wrong answers; give up on a part and see it marked."""
 
 from __future__ import annotations
 
@@ -44,14 +45,20 @@ def test_solve_an_exercise_part(page: Page) -> None:
     box.fill("2000")
     part.get_by_role("button", name="Check").click()
     expect(part.get_by_text("Not quite: 2000 is not right")).to_be_visible()
+    # The box keeps what was typed and has the focus again; the page's live region says the verdict.
     box = part.get_by_label("Your answer in samples")
+    expect(box).to_have_value("2000")
+    expect(box).to_be_focused()
+    expect(page.locator("#announcer")).to_contain_text("Not quite: 2000 is not right")
     box.fill("two thousand")
     part.get_by_role("button", name="Check").click()
     expect(part.get_by_role("alert")).to_contain_text("'two thousand' is not a number")
     box = part.get_by_label("Your answer in samples")
+    expect(box).to_have_value("two thousand")
     box.fill("2,048")
     part.get_by_role("button", name="Check").click()
     expect(part.get_by_text("✓ Correct")).to_be_visible()
+    expect(part.get_by_label("Your answer in samples")).to_have_value("2,048")  # the accepted answer, kept
     expect(page.locator("#exercise-badges")).to_contain_text("1/6 parts solved")
     expect(part.get_by_text("2 attempts")).to_be_visible()
     expect(part.locator(".explanation math").first).to_be_visible()  # the worked solution, as MathML
@@ -61,9 +68,27 @@ def test_solve_an_exercise_part(page: Page) -> None:
     fraction.get_by_label("Your answer in %").fill("0.01456")
     fraction.get_by_role("button", name="Check").click()
     expect(fraction.get_by_text("✓ Correct")).to_be_visible()
+    # Two wrong answers: the hint is offered; opening it moves the focus to it.
+    steps = page.locator("#part-a-sync-steps")
+    for wrong in ("600", "650"):
+        steps.get_by_label("Your answer in steps").fill(wrong)
+        steps.get_by_role("button", name="Check").click()
+        expect(steps.get_by_text(f"Not quite: {wrong} is not right")).to_be_visible()
+    expect(steps.get_by_text("A hint is offered below.")).to_be_visible()
+    steps.get_by_role("button", name="Show a hint").click()
+    hint = steps.locator(".hint")
+    expect(hint).to_contain_text("one pass over all 1.28M images")
+    expect(hint).to_be_focused()
+    shot(page, "exercise-part-hint")
+
+    # "Show the answer" asks first, then shows the worked answer and marks the part as given up.
+    fraction_c = page.locator("#part-c-fraction")
+    expect(fraction_c.locator(".explanation")).to_have_count(0)
     page.once("dialog", lambda dialog: dialog.accept())
-    page.locator("#part-c-fraction").get_by_role("button", name="Show solution").click()
-    expect(page.locator("#part-c-fraction").get_by_text("Solution shown")).to_be_visible()
+    fraction_c.get_by_role("button", name="Show the answer").click()
+    expect(fraction_c.get_by_text("You gave up")).to_be_visible()
+    expect(fraction_c.locator(".explanation")).to_contain_text("0.06804")
+    expect(page.locator("#exercise-badges")).to_contain_text("gave up on 1")
     shot(page, "exercise-part-solved")
 
     # Private notes and "mark as done".
@@ -79,4 +104,5 @@ def test_solve_an_exercise_part(page: Page) -> None:
     page.get_by_role("link", name="Chapter 26: Exercises").click()
     entry = page.get_by_role("navigation", name="Contents").get_by_role("listitem").filter(has_text="26.1")
     expect(entry.get_by_text("2/6 parts solved")).to_be_visible()
+    expect(entry.get_by_text("gave up on 1")).to_be_visible()
     expect(entry.get_by_text("done", exact=True)).to_be_visible()

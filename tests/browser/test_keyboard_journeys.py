@@ -246,4 +246,4 @@ def test_answer_an_exercise_part_wrong_then_right(page: Page) -> None:
     verdict = part.locator(".verdict")
     expect(verdict).to_contain_text("✓ Correct")
     expect(verdict).to_be_focused()
-    expect(page.locator("#announcer")).to_contain_text("✓ Correct: 2,048 samples · 2 attempts")
+    expect(page.locator("#announcer")).to_contain_text("✓ Correct: the answer is 2,048 samples · 2 attempts")

@@ -63,7 +63,7 @@ def test_submit_the_ring_lab_and_see_every_check_pass_without_reloading(page: Pa
     page.get_by_role("button", name="Submit").click()
     result = page.locator("#lab-result")
     expect(result).to_have_attribute("data-status", "graded", timeout=60_000)
-    expect(result.get_by_text("10/10 points")).to_be_visible()
+    expect(result.get_by_text("10/10 Passed")).to_be_visible()
     rows = result.locator("table.lab-checks tbody tr")
     expect(rows).to_have_count(4)
     expect(result.locator("tr.fail")).to_have_count(0)

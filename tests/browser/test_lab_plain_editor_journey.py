@@ -76,14 +76,14 @@ def test_a_screen_reader_user_reads_edits_and_submits_lab_code_in_the_plain_edit
     page.keyboard.press("Enter")
     result = page.locator("#lab-result")
     expect(result).to_have_attribute("data-status", "graded", timeout=120_000)
-    expect(result.get_by_text("10/10 points")).to_be_visible()
+    expect(result.get_by_text("10/10 Passed")).to_be_visible()
     announcer = page.get_by_role("status").and_(page.locator("#announcer"))
-    expect(announcer).to_have_text("Graded: 10/10")
+    expect(announcer).to_have_text("10/10 Passed")
     page.wait_for_timeout(1000)  # a later poll or settle would say it again
     # The verdict is said once, not once per poll; before it, only a queue line if the job had to wait
     # (no worker up yet, or all busy), each line once: the running fragments say nothing.
     said = page.evaluate("window.__said")
-    assert said[-1] == "Graded: 10/10" and said.count("Graded: 10/10") == 1
+    assert said[-1] == "10/10 Passed" and said.count("10/10 Passed") == 1
     assert all(t.startswith("Queued: position ") for t in said[:-1]) and len(set(said)) == len(said)
     expect(result).not_to_have_attribute("aria-live", "polite")  # replaced by each poll: not the live region
 

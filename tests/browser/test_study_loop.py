@@ -76,12 +76,15 @@ def test_miss_questions_study_their_cards_and_see_it_on_the_dashboard(tokyo: Pag
     expect(page.locator("article.review.right [data-card]")).to_have_count(0)
 
     page.get_by_role("button", name="Study these 4 cards now").click()
+    page.wait_for_load_state("load")  # the study keys are live once the page's scripts have run
     reviewer = page.locator("#reviewer")
     left = reviewer.locator('[data-count="missed"]')
     expect(left).to_have_text("4")
     seen = []
     for n, digit in enumerate(["1", "4", "3", "4"], start=1):
         card = reviewer.locator(".study-card")
+        if n > 1:
+            expect(card).to_be_focused()  # focus follows the swap to the next card, which takes the keys
         seen.append(card.get_attribute("data-card-id"))
         page.keyboard.press("Space")
         expect(reviewer.locator(".answer")).to_be_visible()

@@ -65,10 +65,10 @@ def test_a_changed_lab_gets_a_new_version_and_keeps_the_old_one(session: Session
 
 def test_a_removed_lab_is_retired_and_its_versions_kept(session: Session, tmp_path: Path) -> None:
     root = copy_content(tmp_path)
-    shutil.rmtree(root / "labs" / "collectives-p2p")
+    shutil.rmtree(root / "labs" / "debugging-tools")  # no lab comes after it (tests/content/test_lab_order.py)
     assert sync_tree(load_tree(root), session=session, now=T1).retired == {"lab": 1}
-    assert "collectives-p2p" not in catalog.all_labs(session) and "ring-allreduce" in catalog.all_labs(session)
-    assert catalog.lab_version(session, "collectives-p2p", 1) is not None  # old submissions still show
+    assert "debugging-tools" not in catalog.all_labs(session) and "ring-allreduce" in catalog.all_labs(session)
+    assert catalog.lab_version(session, "debugging-tools", 1) is not None  # old submissions still show
 
 
 def test_a_broken_lab_is_refused_with_path_and_line(

@@ -188,3 +188,11 @@ def test_a_lab_missing_a_file_unparsable_code_and_unknown_exercise(tmp_path: Pat
         "other/labs/tiny-lab/lab.yaml:1: exercise 'ex-nowhere' is not in any exercise set",
         "other/labs/tiny-lab/solution.py:4: not valid Python: invalid syntax",
     ]
+
+
+def test_a_deck_cannot_take_the_name_of_a_flashcards_page(tmp_path: Path) -> None:
+    files = {"decks/mine/deck.yaml": DECK.replace("id: tiny-deck", "id: mine")}
+    assert problems(write_tree(tmp_path / "content", **files)) == [
+        "content/decks/mine/deck.yaml:1: id: 'mine' names a page under /flashcards/;"
+        " a deck id cannot be mine, missed, settings"
+    ]

@@ -68,3 +68,25 @@ def test_a_decimal_comma_gets_a_hint() -> None:
 def test_very_long_input_is_refused() -> None:
     with pytest.raises(NotANumber, match="too long"):
         read_number("1" * 61)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "tolerance", "unit"),
+    [
+        ("3.64 ms", 3.64, "1%", "ms"),
+        ("3.64 MS", 3.64, "1%", "ms"),
+        ("1.46 %", 1.456, "1%", "%"),
+        ("1.5 × D", 1.5, 0, "× D"),
+        ("1.5×D", 1.5, 0, "× D"),
+        ("150 MB", 150, "0.5%", "MB"),
+        ("2,048 samples", 2048, 0, "samples"),
+        ("15.08 USD", 15.08, "1%", "USD"),
+    ],
+)
+def test_answers_may_carry_the_parts_unit(text: str, value: float, tolerance: float | str, unit: str) -> None:
+    assert is_correct(text, value=value, tolerance=tolerance, unit=unit)
+
+
+def test_another_unit_is_not_taken_for_the_parts_own() -> None:
+    with pytest.raises(NotANumber):
+        is_correct("3.64 s", value=3.64, tolerance="1%", unit="ms")

@@ -53,8 +53,60 @@ def test_parts_load_and_export(tmp_path: Path) -> None:
     exported = export_tree(tree)["exercise_sets"][0]["exercises"][0]["parts"]
     assert exported[1] == {
         "id": "b", "prompt": "Fraction of the step, in percent.", "value": 1.456, "tolerance": "1%", "unit": "%",
-        "explanation": "$3.64 / 250$.", "errata": [],
+        "explanation": "$3.64 / 250$.", "hint": None, "errata": [],
     }  # fmt: skip
+
+
+HINT_LINE = '    hint: "Divide the all-reduce time by the step time."'
+HINTED = PARTS.replace(
+    '    explanation: "$3.64 / 250$."\n',
+    '    explanation: "$3.64 / 250$."\n    hint: "Divide the all-reduce time by the step time."\n',
+)
+
+
+def test_a_hint_is_optional_loaded_and_synced(tmp_path: Path, session: Session) -> None:
+    tree = load_tree(write_tree(tmp_path / "content", **{"exercises/tiny-set/01.md": with_parts(HINTED)}))
+    parts = tree.exercise_sets[0].exercises[0].parts
+    assert parts[0].hint is None and parts[1].hint == "Divide the all-reduce time by the step time."
+    sync_tree(tree, session=session, now=datetime(2026, 3, 2, tzinfo=UTC))
+    row = session.get(Exercise, "ex-t-1")
+    assert row is not None and row.parts[0]["hint_html"] is None
+    assert row.parts[1]["hint_html"] == "<p>Divide the all-reduce time by the step time.</p>\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (HINT_LINE, "    hint: \"\"", F + "19: parts.1.hint: String should have at least 1 character"),
+        (HINT_LINE, "    hint: [1, 2]", F + "19: parts.1.hint: Input should be a valid string"),
+        ("by the step time.", "by the step time, $\\\\frac{1}{$.", F + "19: exercise ex-t-1 parts.1.hint: bad math"),
+        ("by the step time.", "by the step time: about 1.456.", F + "19: part 'b': the hint states the answer 1.456"),
+    ],
+)  # fmt: skip
+def test_a_bad_hint_is_reported_with_path_and_line(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    assert old in HINTED
+    root = write_tree(tmp_path / "content", **{"exercises/tiny-set/01.md": with_parts(HINTED.replace(old, new))})
+    found = problems(root)
+    assert len(found) == 1 and found[0].startswith(expected), found
+
+
+def test_a_number_the_prompt_gives_may_appear_in_a_hint(tmp_path: Path) -> None:
+    # 1.5 is the value of part a, but the prompt of part a does not give it: only a hint saying it is refused.
+    said = PARTS.replace(
+        '    explanation: "$2 \\\\cdot 3/4 = 1.5$."\n', '    explanation: "x"\n    hint: "It is 1.5."\n'
+    )
+    (found,) = problems(write_tree(tmp_path / "a", **{"exercises/tiny-set/01.md": with_parts(said)}))
+    assert "a/exercises/tiny-set/01.md:13: part 'a': the hint states the answer 1.5" in found
+    given = said.replace("for $N = 4$.", "for $N = 4$ (not 1.5).")
+    assert load_tree(write_tree(tmp_path / "b", **{"exercises/tiny-set/01.md": with_parts(given)}))
+
+
+def test_every_seed_part_has_a_hint_that_keeps_the_answer(content_tree: ContentTree) -> None:
+    for s in content_tree.exercise_sets:
+        for e in s.exercises:
+            for part in e.parts:
+                assert part.hint and len(part.hint) >= 30, (e.id, part.id)
+                assert f"{part.value:g}" not in part.hint or f"{part.value:g}" in part.prompt + e.body, (e.id, part.id)
 
 
 @pytest.mark.parametrize(

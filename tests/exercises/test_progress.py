@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.errors import InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound
 from app.exercises import progress
-from app.exercises.models import PartAnswer
+from app.exercises.models import PartAnswer, PartProgress
 from tests.factories import make_user
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -54,13 +54,65 @@ def test_unknown_exercise_or_part(session: Session) -> None:
         progress.answer_part("ex-26-1", "zz", ada.id, "1", session=session, now=T0)
 
 
-def test_show_solution_opens_the_part_without_solving_it(session: Session) -> None:
+def test_giving_up_opens_the_part_without_solving_it(session: Session) -> None:
     ada = make_user(session, "ada")
-    shown = progress.reveal_part("ex-35-9", "m4", ada.id, session=session, now=T0)
-    assert shown.revealed and not shown.solved and shown.value == 80
+    shown = progress.give_up_part("ex-35-9", "m4", ada.id, session=session, now=T0)
+    assert shown.given_up and not shown.solved and shown.value == 80
     after = progress.answer_part("ex-35-9", "m4", ada.id, "80%", session=session, now=T0)
     assert after.correct and not after.part.solved and after.part.attempts == 0
     assert progress.exercise_progress(ada.id, session=session)["ex-35-9"].solved == 0
+    assert progress.exercise_progress(ada.id, session=session)["ex-35-9"].gave_up == 1
+
+
+def test_the_hint_comes_after_two_wrong_answers(session: Session) -> None:
+    ada = make_user(session, "ada")
+    exercise = progress.get_exercise("ex-26-1", session=session)
+    with pytest.raises(Conflict, match="after 2 wrong answers; try 2 more times first"):
+        progress.part_hint(exercise, "a-sync-steps", ada.id, session=session)
+    first = progress.answer_part("ex-26-1", "a-sync-steps", ada.id, "600", session=session, now=T0)
+    assert first.part.hint is None and first.part.hint_html is None
+    with pytest.raises(Conflict, match="try 1 more time first"):
+        progress.part_hint(exercise, "a-sync-steps", ada.id, session=session)
+    second = progress.answer_part("ex-26-1", "a-sync-steps", ada.id, "650", session=session, now=T0)
+    assert second.part.hint and "global batch" in second.part.hint and second.part.hint_html
+    assert second.part.value is None and second.part.explanation is None
+    assert progress.part_hint(exercise, "a-sync-steps", ada.id, session=session).hint_html
+    # Solved: the worked answer replaces the hint.
+    progress.answer_part("ex-26-1", "a-sync-steps", ada.id, "625", session=session, now=T0)
+    with pytest.raises(Conflict, match="finished"):
+        progress.part_hint(exercise, "a-sync-steps", ada.id, session=session)
+
+
+def test_a_part_given_up_stays_given_up(session: Session) -> None:
+    ada = make_user(session, "ada")
+    progress.answer_part("ex-26-1", "a-global-batch", ada.id, "2000", session=session, now=T0)
+    gave_up = progress.give_up_part("ex-26-1", "a-global-batch", ada.id, session=session, now=T0 + timedelta(1))
+    assert gave_up.given_up and gave_up.standing.value == "gave up" and gave_up.value == 2048
+    right = progress.answer_part("ex-26-1", "a-global-batch", ada.id, "2048", session=session, now=T0 + timedelta(2))
+    assert right.correct and right.part.given_up and not right.part.solved and right.part.attempts == 1
+    state = progress.exercise_progress(ada.id, session=session)["ex-26-1"]
+    assert (state.solved, state.gave_up) == (0, 1)
+    assert progress.solved_count(ada.id, session=session) == 0
+    assert progress.recent_solved_parts(ada.id, session=session) == []
+    # Giving up on a solved part changes nothing.
+    progress.answer_part("ex-26-1", "a-sync-steps", ada.id, "625", session=session, now=T0)
+    kept = progress.give_up_part("ex-26-1", "a-sync-steps", ada.id, session=session, now=T0 + timedelta(3))
+    assert kept.solved and not kept.given_up
+
+
+def test_solved_after_giving_up_does_not_count_in_the_totals(session: Session) -> None:
+    # As a re-marking could leave it: a solved time later than the give-up.
+    ada = make_user(session, "ada")
+    progress.give_up_part("ex-26-1", "a-global-batch", ada.id, session=session, now=T0)
+    row = session.scalars(select(PartProgress).where(PartProgress.user_id == ada.id)).one()
+    row.solved_at = T0 + timedelta(hours=1)
+    session.flush()
+    assert progress.exercise_progress(ada.id, session=session)["ex-26-1"].solved == 0
+    assert progress.solved_count(ada.id, session=session) == 0
+    row.solved_at = T0 - timedelta(hours=1)  # right before giving up: solved
+    session.flush()
+    assert progress.exercise_progress(ada.id, session=session)["ex-26-1"].solved == 1
+    assert progress.solved_count(ada.id, session=session) == 1
 
 
 def test_progress_is_per_student(session: Session) -> None:

@@ -68,7 +68,7 @@ def test_values_and_explanations_stay_secret_until_solved_or_shown(client: TestC
             assert f'id="part-{part["id"]}"' in page
     # The numbers of 26.1 in particular, as they would be shown once solved.
     parts = client.get(EX).text.split('<section class="parts"', 1)[1]
-    for secret in ("2,048", "625", "3.64", "1.456", "17.01", "6.804", "Each of the", "Solution shown", "Solved"):
+    for secret in ("2,048", "625", "3.64", "1.456", "17.01", "6.804", "Each of the", "You gave up", "Solved"):
         assert secret not in parts, secret
 
 
@@ -104,12 +104,12 @@ def test_answering_without_htmx_redirects_or_shows_the_error(client: TestClient,
     assert bad.status_code == 422 and "<html" in bad.text and "Use a dot for decimals" in bad.text
 
 
-def test_show_solution(client: TestClient, session: Session) -> None:
+def test_show_the_answer(client: TestClient, session: Session) -> None:
     make_user(session, "ada")
     sign_in(client, "ada")
-    shown = post(client, f"{EX}/parts/c-fraction/reveal", {})
-    assert shown.status_code == 200 and "Solution shown" in shown.text and "6.804" in shown.text
-    assert "is-revealed" in shown.text and 'name="value"' not in shown.text
+    shown = post(client, f"{EX}/parts/c-fraction/give-up", {})
+    assert shown.status_code == 200 and "You gave up" in shown.text and "6.804" in shown.text
+    assert "is-given-up" in shown.text and 'name="value"' not in shown.text
 
 
 def test_answering_needs_sign_in_and_a_real_part(client: TestClient, session: Session) -> None:
@@ -175,3 +175,75 @@ def test_after_checking_focus_goes_to_the_field_or_the_verdict(client: TestClien
         '<p class="verdict" tabindex="-1" data-autofocus data-announce>' in right
         and "data-autofocus required" not in right
     )
+
+
+HINT_TEXT = "one pass over all 1.28M images"  # from the hint of 26.1 a-sync-steps
+
+
+def test_the_answer_box_keeps_what_was_typed(client: TestClient, session: Session) -> None:
+    make_user(session, "ada")
+    sign_in(client, "ada")
+    url = f"{EX}/parts/a-global-batch/answer"
+    wrong = post(client, url, {"value": "2000"}).text
+    assert 'value="2000" aria-describedby="wrong-a-global-batch" data-autofocus' in wrong
+    bad = post(client, url, {"value": "lots of samples"}).text
+    assert 'value="lots of samples" aria-invalid="true"' in bad  # not the earlier 2000
+    page = post(client, url, {"value": "2,0,48"}, htmx=False)
+    assert page.status_code == 422 and 'value="2,0,48"' in page.text
+    right = post(client, url, {"value": "2,048"}).text
+    assert '<input type="text" id="answer-a-global-batch-kept" value="2,048" readonly>' in right
+    assert '<label for="answer-a-global-batch-kept">Your answer in samples</label>' in right
+    assert 'name="value"' not in right  # nothing left to send
+
+
+def test_a_hint_is_offered_after_two_wrong_answers(client: TestClient, session: Session) -> None:
+    make_user(session, "ada")
+    sign_in(client, "ada")
+    url = f"{EX}/parts/a-sync-steps"
+    assert HINT_TEXT not in client.get(EX).text
+    assert client.get(f"{url}/hint", headers=HX).status_code == 409
+    first = post(client, f"{url}/answer", {"value": "600"}).text
+    assert "Show a hint" not in first and HINT_TEXT not in first
+    second = post(client, f"{url}/answer", {"value": "650"}).text
+    assert "A hint is offered below." in second and "Show a hint" in second and HINT_TEXT not in second
+    assert f'hx-get="{url}/hint"' in second
+    hint = client.get(f"{url}/hint", headers=HX)
+    assert hint.status_code == 200 and hint.text.startswith('<div class="hint" id="hint-a-sync-steps"')
+    assert 'tabindex="-1" data-autofocus data-announce' in hint.text and HINT_TEXT in hint.text
+    assert 'name="hint" value="shown" form="answer-a-sync-steps"' in hint.text
+    # Without JavaScript the button's form leads to the page with the hint open.
+    plain = client.get(f"{url}/hint", follow_redirects=False)
+    assert plain.status_code == 303 and plain.headers["location"] == f"{EX}?hint=a-sync-steps#hint-a-sync-steps"
+    assert HINT_TEXT in client.get(EX, params={"hint": "a-sync-steps"}).text
+    assert HINT_TEXT not in client.get(EX, params={"hint": "a-global-batch"}).text
+    # An opened hint stays open after the next wrong answer; the value and explanation stay hidden.
+    third = post(client, f"{url}/answer", {"value": "640", "hint": "shown"}).text
+    assert HINT_TEXT in third and "Show a hint" not in third
+    assert "625" not in third and "each ending with one gradient all-reduce" not in third
+    # Another student has not earned it.
+    client.post("/signout", data={"csrf_token": csrf_token(client)})
+    make_user(session, "bob")
+    sign_in(client, "bob")
+    refused = client.get(f"{url}/hint", headers=HX)
+    assert refused.status_code == 409 and "after 2 wrong answers" in refused.text
+
+
+def test_show_the_answer_marks_the_part_as_given_up(client: TestClient, session: Session) -> None:
+    make_user(session, "ada")
+    sign_in(client, "ada")
+    url = f"{EX}/parts/a-global-batch"
+    before = client.get(EX).text
+    assert "Show the answer" in before and "processes its own local batch" not in before
+    assert 'hx-confirm="Show the answer? This part will be marked as given up' in before
+    gave_up = post(client, f"{url}/give-up", {})
+    assert gave_up.status_code == 200 and "You gave up</strong>: the answer is" in gave_up.text
+    assert "2,048" in gave_up.text and "processes its own local batch" in gave_up.text
+    assert "this part does not count as solved" in gave_up.text
+    assert '<span class="badge badge-gave-up">gave up on 1</span>' in gave_up.text  # the badges, out of band
+    # Answered right afterwards: still given up, not solved.
+    after = post(client, f"{url}/answer", {"value": "2048"})
+    assert "You gave up" in after.text and "✓" not in after.text
+    assert "0/6 parts solved" in client.get(SET).text and "gave up on 1" in client.get(SET).text
+    plain = post(client, f"{EX}/parts/a-sync-steps/give-up", {}, htmx=False)
+    assert plain.status_code == 303 and plain.headers["location"] == f"{EX}#part-a-sync-steps"
+    assert client.post(f"{url}/give-up", headers=HX).status_code == 403  # no CSRF token

@@ -7,9 +7,14 @@ import io
 from collections.abc import Collection, Sequence
 from datetime import timedelta
 
+from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from app.exercises import progress
+from app.exercises.service import lab_best_scores
 from app.instructors import exports, gradebook
+from app.labs.models import SubmissionStatus
+from tests.factories import make_submission, sign_in
 from tests.instructors.conftest import T0, Klass
 
 
@@ -101,3 +106,36 @@ def test_exercise_sets_count_solved_and_tried_parts(session: Session, klass: Kla
     assert row.cell("exercises:ch26-exercises") == gradebook.Cell(1, 2, 0)
     record = next(r for r in exports.gradebook_records(book) if r["student"] == "ada")
     assert record["exercises:ch26-exercises:best"] == 1 and record["exercises:ch26-exercises:parts_tried"] == 2
+
+
+def test_parts_given_up_are_shown_apart_from_solved_ones(session: Session, klass: Klass, client: TestClient) -> None:
+    progress.answer_part("ex-26-1", "a-global-batch", klass.ada.id, "2048", session=session, now=T0)
+    progress.answer_part("ex-26-1", "a-sync-steps", klass.ada.id, "1", session=session, now=T0)
+    progress.give_up_part("ex-26-1", "a-sync-steps", klass.ada.id, session=session, now=T0 + timedelta(minutes=1))
+    progress.answer_part("ex-26-1", "a-sync-steps", klass.ada.id, "625", session=session, now=T0 + timedelta(2))
+    session.commit()
+    book = gradebook.build(session=session, ctx=ctx())
+    row = next(r for r in book.rows if r.student.username == "ada")
+    assert row.cell("exercises:ch26-exercises") == gradebook.Cell(1, 2, 0, gave_up=1)
+    record = next(r for r in exports.gradebook_records(book) if r["student"] == "ada")
+    assert record["exercises:ch26-exercises:best"] == 1 and record["exercises:ch26-exercises:gave_up"] == 1
+    assert "exercises:ch26-exercises:gave_up" in exports.gradebook_fields(book.columns)
+    assert "quiz:module-202:gave_up" not in exports.gradebook_fields(book.columns)
+    sign_in(client, "prof")
+    page = client.get("/instructor/gradebook").text
+    ada = page.split('<tr data-student="ada">', 1)[1].split("</tr>", 1)[0]
+    assert '<span class="badge badge-gave-up">gave up 1</span>' in ada
+    csv_text = client.get("/instructor/gradebook.csv").text
+    header, *rows = list(csv.reader(io.StringIO(csv_text)))
+    ada_row = next(r for r in rows if r[0] == "ada")
+    assert ada_row[header.index("exercises:ch26-exercises:gave_up")] == "1"
+
+
+def test_a_run_that_stopped_early_counts_with_the_points_it_earned(session: Session, klass: Klass) -> None:
+    # The checks judged before the code stopped (a time limit, a crash) earned points: the student sees
+    # "3/10" on the run, and the gradebook, the labs page and the overview take it as a best like any other.
+    bob = klass.bob
+    make_submission(session, bob.id, "ring-allreduce", score=3, status=SubmissionStatus.failed, submitted_at=T0)
+    book = gradebook.build(session=session, ctx=ctx())
+    assert book.rows[1].cell("lab:ring-allreduce") == gradebook.Cell(3, 2, 0)
+    assert lab_best_scores(bob.id, ["ring-allreduce"], session=session) == {"ring-allreduce": (3, 10)}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.spec import LabError, load_lab, load_labs
+from labs.spec import LabError, load_lab, load_labs, parse_spec
 from labs.verdict import CheckResult, Verdict
 
 from .conftest import labs_dir
@@ -58,6 +58,18 @@ def test_invalid_lab_yaml_is_reported_with_path_and_line(tmp_path: Path) -> None
     with pytest.raises(LabError) as exc:
         load_lab(folder)
     assert str(exc.value) == f"{folder / 'lab.yaml'}:13: unknown field 'colour'"
+
+
+def test_after_lists_each_lab_once_and_is_left_out_of_the_stored_spec_when_empty() -> None:
+    base = (
+        "id: lab-b\ntitle: B\nexercise: ex-1\nworld_sizes: [2]\nbackends: [gloo]\ntime_limit_s: 5\n"
+        "memory_limit_mb: 256\nfunctions: [f]\nchecks:\n  - {id: a, title: A, points: 1}\n"
+    )
+    assert parse_spec(base + "after: [lab-a]\n", "lab.yaml").after == ["lab-a"]
+    assert "after" not in parse_spec(base, "lab.yaml").model_dump(mode="json")  # old labs keep their version
+    with pytest.raises(LabError) as exc:
+        parse_spec(base + "after:\n  - lab-a\n  - lab-a\n", "lab.yaml")
+    assert str(exc.value) == "lab.yaml:11: after: Value error, names lab-a more than once: list each lab once"
 
 
 def test_missing_lab_file_is_reported(tmp_path: Path) -> None:

@@ -27,8 +27,32 @@ def test_lists_labs_with_the_issue_fields(client: TestClient) -> None:
         "exercise": "ex-35-2",
         "world_sizes": [2, 3, 4],
         "needs_gpu": False,
+        "max_score": 10,
+        "best_score": None,
     }
     assert {lab["id"] for lab in labs} == set(load_labs(CONTENT_DIR / "labs"))
+
+
+def test_the_list_has_your_best_score_with_a_token_and_refuses_a_wrong_one(
+    client: TestClient, session: Session
+) -> None:
+    from app.labs.models import Submission, SubmissionStatus
+
+    auth, other = student(client, session), student(client, session)
+    for score in (4, 7, 3):
+        sid = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "a=1"}, headers=auth).json()["id"]
+        row = session.get(Submission, sid)
+        assert row is not None
+        row.status, row.score = SubmissionStatus.graded, score
+        session.commit()
+
+    def best(headers: dict[str, str]) -> dict[str, int | None]:
+        return {lab["id"]: lab["best_score"] for lab in client.get("/api/v1/labs", headers=headers).json()}
+
+    assert best(auth)["ring-allreduce"] == 7 and best(auth)["collectives-p2p"] is None
+    assert best(other)["ring-allreduce"] is None  # someone else's scores are never in your list
+    wrong = client.get("/api/v1/labs", headers={"Authorization": "Bearer not-a-token"})
+    assert wrong.status_code == 401 and "token" in wrong.json()["detail"]
 
 
 def test_lab_detail_has_statement_and_starter_code(client: TestClient) -> None:
@@ -36,6 +60,21 @@ def test_lab_detail_has_statement_and_starter_code(client: TestClient) -> None:
     assert "reduce_scatter" in body["starter_code"] and body["statement"].startswith("#")
     assert [c["id"] for c in body["checks"]][:1] and body["max_score"] == sum(c["points"] for c in body["checks"])
     assert client.get("/api/v1/labs/no-such-lab").status_code == 404
+
+
+def test_lab_detail_names_its_public_files_and_each_one_is_served(client: TestClient) -> None:
+    labs = load_labs(CONTENT_DIR / "labs")
+    with_files = next(lab for lab in labs.values() if lab.spec.public_files)
+    body = client.get(f"/api/v1/labs/{with_files.spec.id}").json()
+    assert body["public_files"] == with_files.spec.public_files
+    for name in body["public_files"]:
+        served = client.get(f"/labs/{with_files.spec.id}/public/{name}")
+        assert served.status_code == 200 and served.text == (with_files.folder / name).read_text()
+    # Trusted files are never listed, so a client fetching "every public file" never asks for them.
+    for lab in labs.values():
+        listed = client.get(f"/api/v1/labs/{lab.spec.id}").json()["public_files"]
+        assert "solution.py" not in listed and "checks.py" not in listed
+    assert client.get("/api/v1/labs/ring-allreduce").json()["public_files"] == []
 
 
 def test_submit_then_read_the_queued_submission(

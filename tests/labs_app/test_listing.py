@@ -1,4 +1,4 @@
-"""The labs list: grouped by exercise section, in exercise order, with each student's status."""
+"""The labs list: the path through the labs, in order, with each student's state for each lab."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.labs import listing
+from app.labs import catalog, listing
 from app.labs.catalog import PublishedLab
 from app.labs.models import Submission, SubmissionStatus
 from labs.spec import LabSpec
@@ -39,27 +39,57 @@ def test_group_orders_by_exercise_number_and_says_the_status() -> None:
     assert all(r.status is None for g in listing.group(labs, places, None) for r in g.rows)  # signed out
 
 
-def test_the_page_shows_each_lab_under_its_section_with_the_students_status(
-    client: TestClient, session: Session
-) -> None:
-    user = make_user(session, "lister")
+def graded(session: Session, user_id: int, lab_id: str, score: int, max_score: int) -> None:
     now = utcnow()
-    for score in (4, 10):
-        session.add(
-            Submission(user_id=user.id, lab_id="ring-allreduce", code="x", status=SubmissionStatus.graded,
-                       score=score, max_score=10, queued_at=now, submitted_at=now, finished_at=now)
-        )  # fmt: skip
     session.add(
-        Submission(user_id=user.id, lab_id="tensor-parallel", code="x", status=SubmissionStatus.graded,
-                   score=6, max_score=10, queued_at=now, submitted_at=now, finished_at=now)
+        Submission(user_id=user_id, lab_id=lab_id, code="x", status=SubmissionStatus.graded, score=score,
+                   max_score=max_score, queued_at=now, submitted_at=now, finished_at=now)
     )  # fmt: skip
+
+
+def cards(page: str) -> dict[str, str]:
+    """Each lab's card on the labs page, by lab id, in page order."""
+    found = re.findall(r'<article class="lab-card" data-lab="([^"]+)"(.*?)</article>', page, re.S)
+    return {lab_id: " ".join(body.split()) for lab_id, body in found}
+
+
+def test_the_page_shows_the_path_in_order_with_each_labs_state_in_words(client: TestClient, session: Session) -> None:
+    user = make_user(session, "lister")
+    make_user(session, "someone-else")
+    full = {lab_id: lab.spec.max_score for lab_id, lab in catalog.all_labs(session).items()}
+    for lab_id in ("memory-estimate", "collectives-p2p", "zero-1"):  # zero-1 out of order: nothing is locked
+        graded(session, user.id, lab_id, full[lab_id], full[lab_id])
+    graded(session, user.id, "ring-allreduce", 4, full["ring-allreduce"])
     session.commit()
-    anonymous = client.get("/labs").text
-    assert "not tried" not in anonymous and 'data-lab="ring-allreduce"' in anonymous
+
+    anonymous = cards(client.get("/labs").text)
+    assert "data-state" not in "".join(anonymous.values())
+    p2p = '<a href="/labs/collectives-p2p">Collectives from point-to-point</a>'
+    assert f"Builds on: {p2p}" in anonymous["ring-allreduce"]
+
     sign_in(client, "lister")
     page = client.get("/labs").text
-    assert re.search(r'data-lab="ring-allreduce">.*?data-status="passed">passed 10/10', page, re.S)
-    assert re.search(r'data-lab="tensor-parallel">.*?data-status="tried">best 6/10', page, re.S)
-    assert re.search(r'data-lab="zero-1">.*?data-status="not-tried"', page, re.S)
-    # Grouped by the exercise sets' sections, each lab naming its exercise.
-    assert page.count('class="lab-group"') >= 2 and "Exercise 35.2" in page
+    shown = cards(page)
+    assert list(shown) == list(anonymous)  # one order for everyone: the scores change states, not places
+    assert list(shown)[:6] == ["memory-estimate", "tiled-attention", "collectives-p2p", "ring-allreduce",
+                               "ddp-from-scratch", "distributed-sampler"]  # fmt: skip
+    specs = catalog.all_labs(session)
+    for lab_id in shown:  # every lab after the labs it builds on
+        assert all(list(shown).index(a) < list(shown).index(lab_id) for a in specs[lab_id].spec.after), lab_id
+    states = {lab_id: re.sub(r"<[^>]+>", "", card.split('<p class="lab-state">')[1].split("</p>")[0]).strip()
+              for lab_id, card in shown.items()}  # fmt: skip
+    assert states["memory-estimate"] == f"Done {full['memory-estimate']}/{full['memory-estimate']}"
+    assert states["tiled-attention"] == "Next (suggested) · not tried"
+    assert states["ring-allreduce"] == f"Next · best 4/{full['ring-allreduce']}"
+    assert states["ddp-from-scratch"] == "Do first: Ring all-reduce · not tried"
+    assert states["zero-1"] == f"Done {full['zero-1']}/{full['zero-1']}"
+    assert states["fsdp-wrapping"] == "Next · not tried"
+    assert states["gpu-mixed-precision"].startswith("Do first: Dynamic loss scaling")
+    assert 'data-lab="ddp-from-scratch" data-state="not-yet"' in page
+    assert '<a href="/labs/ring-allreduce">Ring all-reduce</a>' in shown["ddp-from-scratch"]  # do first: a link
+    assert "You have done <strong>3 of 24</strong> with full marks." in page
+    assert "Exercise 35.2 · World sizes 2, 3, 4" in shown["ring-allreduce"]
+
+    sign_in(client, "someone-else")  # another student's work changes nothing of theirs
+    other = client.get("/labs").text
+    assert "You have done <strong>0 of 24</strong>" in other and 'data-state="done"' not in other

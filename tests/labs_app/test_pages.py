@@ -134,8 +134,9 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     done = client.get(f"/labs/submissions/{sid}", headers=HX)
     assert done.headers["HX-Trigger"] == "labs-submission-changed"
     assert "hx-trigger" not in done.text  # polling stops
-    assert 'data-announce="Graded: 6/10"' in done.text  # said once, by the page's #announcer
-    assert "6/10 points" in done.text and "first mismatch at element 7" in done.text
+    assert 'data-announce="6/10"' in done.text  # said once, by the page's #announcer
+    assert '<strong class="badge badge-graded badge-partial" data-testid="outcome">6/10</strong>' in done.text
+    assert "first mismatch at element 7" in done.text
     assert "1,573,000" in done.text and "1,572,864" in done.text and "2(N-1)/N" in done.text
     assert "hello from rank one" in done.text
     # A graded submission below full marks is not shown as a success.
@@ -151,7 +152,7 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     history = client.get("/labs/ring-allreduce/history", headers=HX).text
     assert f"/labs/submissions/{sid}" in history and "6/10" in history
     full = client.get(f"/labs/submissions/{sid}")
-    assert "<html" in full.text and "6/10 points" in full.text
+    assert "<html" in full.text and 'data-testid="outcome">6/10<' in full.text
     assert "data-announce=" not in full.text  # a verdict already there when the page opens is not news
 
 

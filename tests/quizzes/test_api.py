@@ -41,8 +41,11 @@ def test_take_a_quiz_over_the_api(client: TestClient, session: Session, key: dic
     attempt = created.json()
     assert set(attempt) >= {"id", "deadline", "questions"}
     first = attempt["questions"][0]
-    # The seed quizzes shuffle option order per attempt; the keys stay with their texts.
-    assert first | {"options": sorted(first["options"], key=lambda o: o["key"])} == {
+    # The seed quizzes shuffle option order per attempt; the keys stay with their texts, and the shown
+    # letters run A, B, C, D down the order listed.
+    assert [o["label"] for o in first["options"]] == ["A", "B", "C", "D"]
+    authored = sorted(({"key": o["key"], "text": o["text"]} for o in first["options"]), key=lambda o: o["key"])
+    assert first | {"options": authored} == {
         "id": "m202-q01",
         "section": "fundamentals",
         "prompt": "What is the main advantage of data parallelism over model parallelism?",

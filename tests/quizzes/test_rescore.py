@@ -17,7 +17,7 @@ from app.content.errata import as_in_source
 from app.content.models import ContentTree, Erratum, Quiz
 from app.content.records import Quiz as QuizRow
 from app.content.sync import sync_tree
-from app.quizzes import attempts, service
+from app.quizzes import attempts, scoring, service
 from app.quizzes.models import QuizAnswer, QuizAttempt, QuizRescore
 from app.quizzes.rescore import remark
 from tests.factories import api_token, make_user, sign_in
@@ -101,8 +101,14 @@ def test_the_student_sees_why_on_the_result_page_and_in_the_api(
     page = client.get(f"/quizzes/attempts/{attempt.id}/result").text
     assert 'data-testid="rescores"' in page
     number = attempt.question_ids.index(Q23) + 1
+    # Said in the letters the student saw (A, B, C, D down the shuffled order), not the authored ones.
+    shown = dict(
+        zip(scoring.option_order("ABCD", seed=attempt.seed, question_id=Q23, shuffle=True), "ABCD", strict=True)
+    )
+    old_label, new_label = shown["D"], shown["C"]
     assert (
-        f'the key of <a href="#review-{number}">question {number}</a> was corrected from D to C; you chose C.' in page
+        f'the key of <a href="#review-{number}">question {number}</a> was corrected from {old_label} to {new_label}; '
+        f"you chose {new_label}." in page
     )
     assert "Score 0/25 → <strong>1/25</strong>." in page
     assert "Corrected:" in page and "0.84" in page

@@ -45,8 +45,10 @@ def test_a_new_student_is_welcomed_not_welcomed_back(client: TestClient) -> None
     assert "Welcome, fresh" in page and "Welcome back" not in page
     assert '<span class="big-number" data-cards-due>20</span> cards to study today' in page
     assert 'href="/flashcards/mire-dis-train/study"' in page
-    for lab in ("ring-allreduce", "collectives-p2p"):
-        assert re.search(rf'data-lab="{lab}">.*?not tried yet', page, re.S)
+    # One lab, the first on the path, and why: not every lab in id order.
+    labs = page.split('id="todo-labs"')[1].split("</section>")[0]
+    assert labs.count("data-lab=") == 1 and 'data-lab="memory-estimate"' in labs
+    assert "It builds on no other lab: a good place to start." in labs and "0 of 24</span> labs done" in labs
     assert "Quiz in progress" not in page and "will show here" in page
 
 
@@ -112,8 +114,8 @@ def test_results_missed_cards_and_labs(client: TestClient, session: Session, key
     labs = page.split('data-results="labs"')[1].split("</ul>")[0]
     assert "<strong>4/10</strong>" in labs and "<strong>12/12</strong>" in labs
     assert labs.index("Collectives from point-to-point") < labs.index("Ring all-reduce")  # newest first
-    assert re.search(r'data-lab="ring-allreduce">.*?best 4/10', page, re.S)
-    assert 'data-lab="collectives-p2p"' not in page  # passed with full marks
+    next_lab = page.split('id="todo-labs"')[1].split("</section>")[0]
+    assert 'data-lab="memory-estimate"' in next_lab and "1 of 24</span> labs done" in next_lab  # p2p: full marks
     assert "<span data-missed-cards>2</span> cards teach questions you missed" in page
     assert 'href="/flashcards/missed"' in page
 
@@ -129,3 +131,40 @@ def test_recent_results_list_solved_exercise_parts(client: TestClient, session: 
     page = client.get("/").text
     assert 'data-results="exercises"' in page
     assert 'href="/exercises/ch26-exercises/ex-26-1">Exercise 26.1</a>, part a-global-batch solved' in page
+
+
+def next_lab(client: TestClient) -> str:
+    """The dashboard's next-lab section, its tags stripped and its spaces collapsed."""
+    section = client.get("/").text.split('id="todo-labs"')[1].split("</section>")[0]
+    return " ".join(re.sub(r"<[^>]+>", " ", section.split(">", 1)[1]).split())
+
+
+def test_the_suggested_lab_moves_on_once_it_is_passed(client: TestClient, session: Session) -> None:
+    from app.labs import catalog, queue
+    from tests.labs_app.waiting import ATTEMPTS, LEASE, worker
+
+    make_user(session, "pathwalker")
+    sign_in(client, "pathwalker")
+    assert next_lab(client) == (
+        "Next lab Estimate training memory: parameters, AdamW state, activations It builds on no other lab: a good"
+        " place to start. 0 of 24 labs done · See the whole path"
+    )
+    submitted = client.post(
+        "/labs/memory-estimate/submissions", data={"code": "x = 1\n", "csrf_token": csrf_token(client)},
+        follow_redirects=False,
+    )  # fmt: skip
+    assert submitted.status_code == 303
+    assert next_lab(client).endswith("a good place to start. A submission to it is being graded. 0 of 24 labs done ·"
+                                     " See the whole path")  # fmt: skip
+
+    cap = worker(session, "path-grader", utcnow())
+    job = queue.claim(cap, session=session, now=utcnow(), lease_s=LEASE, max_attempts=ATTEMPTS)
+    assert job is not None and job.lab_id == "memory-estimate"
+    full = catalog.get_lab(session, "memory-estimate").spec.max_score
+    verdict = {"status": "passed", "score": full, "max_score": full, "message": "all checks passed", "checks": []}
+    queue.finish(job, cap.worker_id, verdict, session=session, now=utcnow(), max_attempts=ATTEMPTS)
+    session.commit()
+    assert next_lab(client) == (
+        "Next lab Tiled attention with the online softmax You have done the labs it builds on: Estimate training"
+        " memory: parameters, AdamW state, activations. 1 of 24 labs done · See the whole path"
+    )

@@ -318,6 +318,8 @@ def bubble(facts: Facts) -> Outcome:
             problems.append(what)
     if series:
         data["chart"] = schedule.chart(series)
+        if table := schedule.measured_table(series):
+            data["table"] = table
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if problems:
@@ -326,8 +328,8 @@ def bubble(facts: Facts) -> Outcome:
         return Outcome(False, message, data, fraction=good / total)
     return Outcome(
         True,
-        f"every stage ran GPipe's schedule in all {total} runs: its bubble is (N-1)/(M+N-1); the chart shows it"
-        " beside the bubble measured on the wall clock (not judged: it includes the grading machine's delays)."
+        f"every stage ran GPipe's schedule in all {total} runs: its bubble is (N-1)/(M+N-1); the chart shows your"
+        " schedule replayed against that theory (the wall clock, noisy on a busy machine, is in its own table)."
         + FEEDBACK,
         data,
     )

@@ -98,10 +98,20 @@ def migrated_db_url(backend: str, request: pytest.FixtureRequest, name: str) -> 
     return url
 
 
+# One migrated, synced database per backend per test process, made on first use.
+_SHARED: dict[str, str] = {}
+
+
 @pytest.fixture(scope="session", params=BACKENDS)
 def db_url(request: pytest.FixtureRequest) -> str:
-    """The database the rolled-back tests share."""
-    return migrated_db_url(request.param, request, "ringlab_test")
+    """The database the rolled-back tests share.
+
+    Made once per backend and test process and then kept: pytest-xdist runs a file's tests backend by
+    backend, so this fixture is set up again at every switch (twice a file), and migrating and syncing
+    the content each time cost a few seconds."""
+    if request.param not in _SHARED:
+        _SHARED[request.param] = migrated_db_url(request.param, request, "ringlab_test")
+    return _SHARED[request.param]
 
 
 @pytest.fixture(scope="session")

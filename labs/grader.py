@@ -8,6 +8,7 @@ report syntax errors with their line, then run only inside a sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -245,6 +246,7 @@ class Grader:
         lease: uids.UidLease | None = None
         job_groups: cgroups.JobCgroups | None = None
         zygote: int | None = None
+        current: int | None = None  # the group whose ranks were last started
         namespace = pidns.sandbox_namespace(box.proc.pid) if box.sandboxed else None
         try:
             lease = lease_uids()
@@ -270,7 +272,7 @@ class Grader:
                     end = meta
                     break
                 if kind == "need_inputs":
-                    g = int(meta["group"])
+                    g = current = int(meta["group"])
                     if "pids" in meta and job_groups is not None and namespace is not None:
                         place_ranks(job_groups, namespace, g, meta["pids"], zygote)  # before student code runs
                     send_inputs(box, groups[g], per_call="pids" in meta)
@@ -293,6 +295,11 @@ class Grader:
         except cgroups.CgroupError as exc:  # before any student code ran: nothing was graded
             raise sandbox.SandboxError(str(exc)) from exc
         finally:
+            if end.get("kind") == "lost" and job_groups is not None and current is not None:
+                # No group_end came: what the kernel saw of the group in flight (a fork refused at the
+                # process limit, an OOM kill) still says why the sandbox stopped answering.
+                with contextlib.suppress(OSError, cgroups.CgroupError):
+                    measure(job_groups, groups[current], {})
             box.kill()
             self._reap(job_groups, namespace, lease)
         return end

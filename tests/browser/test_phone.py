@@ -130,7 +130,8 @@ def test_exercise_lab_and_other_pages_fit_the_screen(phone: Page) -> None:
     sign_up(phone)
     for path in ("/", "/quizzes", "/quizzes/module-202", "/exercises", "/exercises/ch26-exercises",
                  "/exercises/ch35-exercises", "/labs", "/flashcards", "/flashcards/mire-dis-train",
-                 "/flashcards/mire-dis-train/cards/mdt-001", "/flashcards/settings", "/flashcards/missed"):  # fmt: skip
+                 "/flashcards/mire-dis-train/cards/mdt-001", "/flashcards/settings", "/flashcards/missed",
+                 "/flashcards/mine", "/reports", "/help"):  # fmt: skip
         phone.goto(path)
         fits(phone)
     phone.goto("/exercises/ch26-exercises")
@@ -149,6 +150,14 @@ def test_exercise_lab_and_other_pages_fit_the_screen(phone: Page) -> None:
     expect(result.get_by_text("hover a cell for its exact count", exact=False)).to_be_hidden()
     result.scroll_into_view_if_needed()
     shot(phone, "lab-result")
+    fits(phone)
+    phone.goto("/labs/ring-allreduce/reference")  # full marks: the comparison opens, and scrolls in its frame
+    expect(phone.get_by_role("table", name="beside the reference solution")).to_be_attached()
+    fits(phone)
+    phone.goto("/labs/ring-allreduce")
+    report = phone.locator(".report-problem").first
+    report.locator("summary").tap()
+    expect(report.get_by_role("textbox")).to_be_visible()
     fits(phone)
     phone.goto("/")  # the dashboard now lists the lab score and the lab as passed
     expect(phone.locator('[data-results="labs"]')).to_contain_text("10/10")

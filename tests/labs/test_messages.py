@@ -43,3 +43,17 @@ def test_a_nul_byte_is_named_with_its_line(grader: Any) -> None:
     assert v.status == "compile_error"
     assert v.message.startswith("the file contains a NUL byte (line 2)"), v.message
     assert "None" not in v.message
+
+
+def test_a_sandbox_that_stops_answering_in_a_fork_bomb_still_names_the_fork_bomb() -> None:
+    # On a loaded machine a fork bomb can keep the sandbox from answering before its group ends: the
+    # grader then reads the group's refused forks from the kernel (labs/grader.py, measure) and says so.
+    from labs.feedback import summarise
+    from labs.judge import GroupRun, RankRun
+
+    group = GroupRun(2, [], [RankRun(info={"rank": 0}), RankRun(info={"rank": 1})])
+    group.ranks[1].pids_limited = True
+    status, message = summarise([group], {"kind": "lost", "detail": "the sandbox stopped answering"}, [])
+    assert status == "time_limit"
+    assert message.startswith("world size 2: rank 1 reached the limit of 64 processes"), message
+    assert "fork bomb" in message and message.endswith("the sandbox was stopped: the sandbox stopped answering")

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.accounts.models import Role
-from app.labs import hints, queue
+from app.labs import hints
 from app.labs.models import HintView, Submission, SubmissionStatus
 from app.labs.settings import LabSettings
 from labs.spec import load_labs
 from tests.conftest import CONTENT_DIR
-from tests.factories import api_token, csrf_token, make_user, sign_in
-from tests.labs_app.conftest import Clock, capacity, unique
+from tests.factories import api_token, csrf_token
+from tests.labs_app.conftest import Clock, signed_in, submit_graded
 
 HX = {"HX-Request": "true"}
 LAB = load_labs(CONTENT_DIR / "labs")["ring-allreduce"].spec
@@ -38,36 +36,6 @@ def verdict(*, neighbours: int, status: str = "failed") -> dict[str, Any]:
     score = sum(c["score"] for c in checks)
     return {"lab": "ring-allreduce", "status": status, "score": score, "max_score": 10, "message": "m",
             "checks": checks, "output": {}, "data": {}}  # fmt: skip
-
-
-@pytest.fixture
-def roomy(app: FastAPI) -> LabSettings:
-    """Room for the several submissions a student needs to earn a hint."""
-    settings = LabSettings(lab_submit_limit=20, lab_submit_window_s=600, lab_lease_s=30, lab_max_attempts=3)
-    app.state.lab_settings = settings
-    return settings
-
-
-def signed_in(client: TestClient, session: Session, role: Role = Role.student) -> str:
-    name = unique("hint")
-    make_user(session, name, role=role)
-    sign_in(client, name)
-    return name
-
-
-def submit_graded(client: TestClient, session: Session, clock: Clock, result: dict[str, Any]) -> int:
-    """Submit through the page and let a worker's claim and finish record ``result``, as grading would."""
-    r = client.post(
-        "/labs/ring-allreduce/submissions", data={"code": "x = 1\n"}, headers={**HX, "X-CSRF-Token": csrf_token(client)}
-    )
-    assert r.status_code == 202, r.text
-    sid = int(re.search(r"Submission #(\d+)", r.text).group(1))  # type: ignore[union-attr]
-    job = queue.claim(capacity("w"), session=session, now=clock(), lease_s=30, max_attempts=3)
-    assert job is not None and job.id == sid
-    queue.finish(job, "w", result, session=session, now=clock(), max_attempts=3)
-    session.commit()
-    clock.advance(60)
-    return sid
 
 
 def reveal(client: TestClient, index: int) -> Any:

@@ -11,8 +11,8 @@ from app.accounts.models import Role
 from app.labs import queue
 from app.labs.models import Submission, SubmissionStatus
 from app.labs.settings import LabSettings
-from tests.factories import csrf_token, make_user, sign_in
-from tests.labs_app.conftest import Clock, capacity, unique
+from tests.factories import csrf_token
+from tests.labs_app.conftest import Clock, capacity, signed_in
 
 HX = {"HX-Request": "true"}
 VERDICT = {
@@ -65,13 +65,6 @@ VERDICT = {
         "reference_wire": {"world size 2": [[0, 3000], [3000, 0]]},
     },
 }
-
-
-def signed_in(client: TestClient, session: Session, role: Role = Role.student) -> str:
-    name = unique("page")
-    make_user(session, name, role=role)
-    sign_in(client, name)
-    return name
 
 
 def submit(client: TestClient, code: str = "x = 1\n") -> tuple[int, str]:

@@ -6,19 +6,16 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.accounts.models import Role
-from app.labs import queue
 from app.labs.diff import Row, side_by_side
 from app.labs.reference import access
 from app.labs.settings import LabSettings
 from tests.conftest import CONTENT_DIR
-from tests.factories import api_token, csrf_token, make_user, sign_in
-from tests.labs_app.conftest import Clock, capacity, unique
+from tests.factories import api_token
+from tests.labs_app.conftest import Clock, signed_in, submit_graded
 
 HX = {"HX-Request": "true"}
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
@@ -44,34 +41,6 @@ def ring_verdict(score: int) -> dict[str, Any]:
     ]
     return {"lab": "ring-allreduce", "status": "passed" if lost == 0 else "failed", "score": score,
             "max_score": 10, "message": "m", "checks": checks, "output": {}, "data": {}}  # fmt: skip
-
-
-@pytest.fixture
-def roomy(app: FastAPI) -> LabSettings:
-    settings = LabSettings(lab_submit_limit=20, lab_submit_window_s=600, lab_lease_s=30, lab_max_attempts=3)
-    app.state.lab_settings = settings
-    return settings
-
-
-def signed_in(client: TestClient, session: Session, role: Role = Role.student) -> str:
-    name = unique("ref")
-    make_user(session, name, role=role)
-    sign_in(client, name)
-    return name
-
-
-def submit_graded(
-    client: TestClient, session: Session, clock: Clock, code: str, result: dict[str, Any], lab: str = "ring-allreduce"
-) -> int:
-    r = client.post(f"/labs/{lab}/submissions", data={"code": code}, headers={**HX, "X-CSRF-Token": csrf_token(client)})
-    assert r.status_code == 202, r.text
-    sid = int(re.search(r"Submission #(\d+)", r.text).group(1))  # type: ignore[union-attr]
-    job = queue.claim(capacity("w"), session=session, now=clock(), lease_s=30, max_attempts=3)
-    assert job is not None and job.id == sid
-    queue.finish(job, "w", result, session=session, now=clock(), max_attempts=3)
-    session.commit()
-    clock.advance(60)
-    return sid
 
 
 # The rule ---------------------------------------------------------------------------------------------
@@ -126,12 +95,12 @@ def test_the_reference_opens_after_full_marks_beside_the_students_own_best(
     assert len(secret) >= 5
     # Another student's full marks, with code of their own, must never show on this student's page.
     signed_in(client, session)
-    submit_graded(client, session, clock, "# someone else's ring\nOTHER = 1\n", ring_verdict(10))
+    submit_graded(client, session, clock, ring_verdict(10), code="# someone else's ring\nOTHER = 1\n")
     client.cookies.clear()
 
     name = signed_in(client, session)
     auth = api_token(client, name)
-    partial = submit_graded(client, session, clock, "# my first try\nMINE = 1\n", ring_verdict(7))
+    partial = submit_graded(client, session, clock, ring_verdict(7), code="# my first try\nMINE = 1\n")
     shut = client.get("/labs/ring-allreduce/reference")
     assert shut.status_code == 403
     assert "opens once one of your submissions to this lab earns full marks" in shut.text
@@ -142,8 +111,8 @@ def test_the_reference_opens_after_full_marks_beside_the_students_own_best(
     assert "/labs/ring-allreduce/reference" not in page
     assert "/labs/ring-allreduce/reference" not in client.get(f"/labs/submissions/{partial}", headers=HX).text
 
-    best = submit_graded(client, session, clock, "# my ring\nMINE = 2\n", ring_verdict(10))
-    submit_graded(client, session, clock, "# a later, worse try\nMINE = 3\n", ring_verdict(7))
+    best = submit_graded(client, session, clock, ring_verdict(10), code="# my ring\nMINE = 2\n")
+    submit_graded(client, session, clock, ring_verdict(7), code="# a later, worse try\nMINE = 3\n")
     # The fragment of the passing submission links to the comparison; so does the lab page.
     assert 'href="/labs/ring-allreduce/reference"' in client.get(f"/labs/submissions/{best}", headers=HX).text
     assert 'data-testid="reference-link"' in client.get("/labs/ring-allreduce").text
@@ -183,7 +152,7 @@ def test_the_statement_links_to_the_comparison_under_what_the_grader_does(
     ]
     result = {"lab": "ddp-from-scratch", "status": "passed", "score": 10, "max_score": 10, "message": "m",
               "checks": checks, "output": {}, "data": {}}  # fmt: skip
-    submit_graded(client, session, clock, "# ddp\n", result, lab="ddp-from-scratch")
+    submit_graded(client, session, clock, result, code="# ddp\n", lab="ddp-from-scratch")
     page = client.get("/labs/ddp-from-scratch").text
     assert re.search(r"<h2[^>]*>What the grader does</h2>" + re.escape('<p class="lab-reference-link">' + link), page)
 

@@ -39,16 +39,10 @@ class StudySettings(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class CardState(Base):
-    """Where one student stands with one card. No row means the card is new to them."""
+class Schedule:
+    """Where a student stands with a card, as FSRS and the study flow keep it (a deck card's ``CardState``,
+    a ``PersonalCard``): the same columns in both tables, read and written by the same scheduler."""
 
-    __tablename__ = "flashcard_states"
-    __table_args__ = (UniqueConstraint("user_id", "card_id", name="uq_flashcard_states_user_id_card_id"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    card_id: Mapped[str] = mapped_column(ForeignKey("cards.id"), index=True)
-    deck_id: Mapped[str] = mapped_column(String(80), index=True)
     state: Mapped[int] = mapped_column(Integer, default=NEW)
     step: Mapped[int | None] = mapped_column(Integer)
     stability: Mapped[float | None] = mapped_column(Float)
@@ -59,6 +53,18 @@ class CardState(Base):
     buried_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     version: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class CardState(Schedule, Base):
+    """Where one student stands with one card. No row means the card is new to them."""
+
+    __tablename__ = "flashcard_states"
+    __table_args__ = (UniqueConstraint("user_id", "card_id", name="uq_flashcard_states_user_id_card_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    card_id: Mapped[str] = mapped_column(ForeignKey("cards.id"), index=True)
+    deck_id: Mapped[str] = mapped_column(String(80), index=True)
 
 
 class Review(Base):
@@ -86,7 +92,7 @@ class Review(Base):
     undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-class PersonalCard(Base):
+class PersonalCard(Schedule, Base):
     """A card a student made for themselves (from a quiz question no deck card covers), with its FSRS state.
 
     Owned by one student and seen by no one else, so the card and its scheduling share one row.
@@ -103,16 +109,6 @@ class PersonalCard(Base):
     front_html: Mapped[str] = mapped_column(Text)
     back_html: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    state: Mapped[int] = mapped_column(Integer, default=NEW)
-    step: Mapped[int | None] = mapped_column(Integer)
-    stability: Mapped[float | None] = mapped_column(Float)
-    difficulty: Mapped[float | None] = mapped_column(Float)
-    due: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    last_review: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    suspended: Mapped[bool] = mapped_column(Boolean, default=False)
-    buried_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    version: Mapped[int] = mapped_column(Integer, default=0)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
     def number(self) -> None:

@@ -104,7 +104,8 @@ def test_tapping_an_option_selects_that_option(phone: Page) -> None:
     shot(phone, "quiz-answered")
     # The question grid is still there, below the question.
     grid = phone.get_by_role("navigation", name="Questions")
-    grid.get_by_role("link", name="Question 1, answered").tap()
+    grid.get_by_role("link", name="Question 1, answered").tap()  # perhaps while question 3 is still on its way
+    expect(phone.locator(".question-meta")).to_contain_text("Question 1 of 25")
     expect(phone.locator("form.answer-form input[value='A']")).to_be_checked()
 
 

@@ -218,7 +218,7 @@ def content_check(
     n_questions = sum(len(q.questions) for q in tree.quizzes)
     n_exercises = sum(len(s.exercises) for s in tree.exercise_sets)
     n_cards = sum(len(d.cards) for d in tree.decks)
-    n_labs = sum(1 for p in (root / "labs").iterdir() if p.is_dir()) if (root / "labs").is_dir() else 0
+    n_labs = len(tree.labs)  # not every folder: content/labs/_common/ holds the helpers labs share
     typer.echo(
         f"ok: {len(tree.quizzes)} quizzes ({n_questions} questions), {len(tree.exercise_sets)} exercise sets "
         f"({n_exercises} exercises), {len(tree.decks)} decks ({n_cards} cards), {n_labs} labs"
@@ -303,6 +303,37 @@ def users_create(
         engine.dispose()
 
 
+@users_app.command("reset-password")
+def users_reset_password(
+    username: Annotated[str, typer.Argument(help="The account whose password is reset.")],
+    base_url: Annotated[
+        str, typer.Option(help="The server's address as its users reach it (the link starts with it).")
+    ] = "http://127.0.0.1:8000",
+    hours: Annotated[float, typer.Option(min=0.1, max=168, help="How long the link works.")] = 24,
+) -> None:
+    """Print a one-time link that sets a new password for USERNAME (the newest link only; it works once)."""
+    from datetime import timedelta
+
+    from app.accounts.recovery import issue_reset
+    from app.accounts.service import find_user
+    from app.config import get_settings
+    from app.db import make_engine, make_sessionmaker, session_scope, utcnow
+
+    engine = make_engine(get_settings().sqlalchemy_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            user = find_user(username, session=session)
+            if user is None:
+                typer.echo(f"error: no account '{username}'", err=True)
+                raise typer.Exit(1)
+            issued = issue_reset(user, by=None, session=session, now=utcnow(), ttl=timedelta(hours=hours))
+            typer.echo(f"{base_url.rstrip('/')}/reset/{issued.token}")
+            until = f"{issued.expires_at:%Y-%m-%d %H:%M} UTC"
+            typer.echo(f"works once, until {until}; give it to {user.username}, privately", err=True)
+    finally:
+        engine.dispose()
+
+
 @users_app.command("accommodate")
 def users_accommodate(
     username: Annotated[str, typer.Argument(help="The student's username.")],
@@ -362,14 +393,21 @@ def lab_test(
     record: Annotated[
         bool, typer.Option(help="Write the reference's communication picture to reference-wire.json.")
     ] = True,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Print every check's whole message for every file graded.")
+    ] = False,
 ) -> None:
-    """Grade each lab's reference (must get full marks) and every mutant in mutants/ (each must lose points).
+    """Prove labs: the reference at full marks, the starter below them without an error of ours, and each
+    mutant in mutants/ losing exactly the checks its header names (``labs.mutants``).
 
+    A diff that no longer applies or a wrong header is an authoring error (``path:line: message``) and the
+    lab is not proven. A reference slower to grade than the lab's target is a warning, not a failure.
     A GPU-only lab (``needs_gpu``) on a machine without enough CUDA GPUs is not run: named, the command
     exits 3; in a run of every lab it is listed as skipped and the exit code is the other labs'.
     """
+    from labs import mutants
     from labs.grader import Grader, gpu_count
-    from labs.prove import MIN_MUTANTS, prove, record_reference_wire, summary, table
+    from labs.prove import MIN_MUTANTS, prove, record_reference_wire, slow_warning, summary, table
     from labs.spec import LabError, load_labs
 
     root = _content_dir() / "labs"
@@ -395,8 +433,18 @@ def lab_test(
                 )
                 unproven.append(lab_id)
                 continue
-            rows = prove(grader, lab)
-            typer.echo(f"\n{lab_id}: {lab.spec.title}\n{table(lab, rows)}")
+            try:
+                found = mutants.load(lab)
+            except LabError as exc:
+                typer.echo(f"\n{lab_id}: {lab.spec.title}")
+                for problem in exc.problems:
+                    typer.echo(str(problem), err=True)
+                failed.append(lab_id)
+                continue
+            rows = prove(grader, lab, found)
+            typer.echo(f"\n{lab_id}: {lab.spec.title}\n{table(lab, rows, verbose=verbose)}")
+            if warning := slow_warning(lab, rows):
+                typer.echo(f"  {warning}")
             result = summary(rows)
             if result["mutants"] < MIN_MUTANTS:
                 typer.echo(
@@ -414,7 +462,57 @@ def lab_test(
         typer.echo(f"\nnot proven here (needs a CUDA GPU): {', '.join(unproven)}", err=True)
         raise typer.Exit(3)
     skipped = f" (skipped, needing a CUDA GPU: {', '.join(unproven)})" if unproven else ""
-    typer.echo(f"\nevery lab proven: references at full marks, every mutant loses points{skipped}")
+    proven = "references at full marks, starters below them, every mutant losing its checks"
+    typer.echo(f"\nevery lab proven: {proven}{skipped}")
+
+
+@lab_app.command("new")
+def lab_new(
+    lab_id: Annotated[str, typer.Argument(help="The new lab's id, its folder name in content/labs.")],
+    exercise: Annotated[str, typer.Option(help="The exercise the lab grades by running code (its id).")],
+    world_sizes: Annotated[str, typer.Option(help="Comma-separated world sizes the lab runs at.")] = "2,3,4",
+    title: Annotated[str | None, typer.Option(help="The lab's title (default: from its id).")] = None,
+    driver: Annotated[
+        bool, typer.Option("--driver", help="A public driver.py owns the loop and calls the student's code.")
+    ] = False,
+    script: Annotated[bool, typer.Option("--script", help="The student writes a whole torchrun-style script.")] = False,
+) -> None:
+    """Write a complete lab folder to start from: proven as it stands (``ringlab lab test ID``), ready to edit.
+
+    The example averages a tensor across the ranks and judges the result and the bytes each rank sends;
+    comments marked EDIT show where an author changes it. Nothing is written if the id, the exercise or
+    the world sizes are wrong, or the folder exists.
+    """
+    from app.content.loader import load_tree
+    from app.content.source import ContentError
+    from labs import scaffold
+
+    content = _content_dir()
+    try:
+        sizes = [int(s) for s in world_sizes.split(",") if s.strip()]
+    except ValueError:
+        typer.echo(f"--world-sizes takes numbers separated by commas, e.g. 2,3,4; got '{world_sizes}'", err=True)
+        raise typer.Exit(2) from None
+    try:
+        exercises = {e.id for s in load_tree(content, check_markdown=False).exercise_sets for e in s.exercises}
+    except ContentError as exc:
+        _fail_on_problems(exc)
+    if exercise not in exercises:
+        typer.echo(f"no exercise '{exercise}' in {content}/exercises: a lab grades one of the exercises", err=True)
+        raise typer.Exit(2)
+    try:
+        files = scaffold.render(lab_id, exercise, sizes, driver=driver, script=script, title=title)
+        folder = scaffold.write(content, files, lab_id)
+    except scaffold.ScaffoldError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    for name in files:
+        typer.echo(f"  wrote {folder / name}")
+    typer.echo(
+        f"\nNext: ringlab content check (it passes), then ringlab lab test {lab_id} (it proves the lab: the reference"
+        " at full marks, each mutant losing its checks). Edit the lines marked EDIT, one step at a time, and prove"
+        " it again after each. The authoring guide is docs/authoring-labs.md."
+    )
 
 
 def _content_dir() -> Path:

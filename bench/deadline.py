@@ -70,6 +70,8 @@ from bench._queueing import capacity_table  # noqa: E402
 from bench._server import free_port, make_students, wait_ready  # noqa: E402
 from bench.pg_workers import database  # noqa: E402
 from bench.quizzes import Recorder, think  # noqa: E402
+from labs import mutants  # noqa: E402
+from labs.spec import load_lab  # noqa: E402
 
 CONTENT = REPO / "content"
 LABS = "memory-estimate,lamb,tiled-attention,ring-allreduce"  # fast CPU labs, one to three groups of ranks
@@ -88,7 +90,7 @@ def pieces(labs: list[str]) -> dict[str, tuple[Piece, list[Piece]]]:
             raise SystemExit(f"--labs: there is no lab {lab!r} in content/labs; the labs are: {', '.join(known)}")
         if yaml.safe_load((folder / "lab.yaml").read_text()).get("needs_gpu"):
             raise SystemExit(f"--labs: {lab} needs a GPU; choose CPU labs (default: {LABS})")
-        wrong = [Piece(lab, p.stem, p.read_text()) for p in sorted((folder / "mutants").glob("*.py"))]
+        wrong = [Piece(lab, m.name, m.code) for m in mutants.load(load_lab(folder))]
         if not wrong:
             raise SystemExit(f"--labs: {lab} has no mutants/ to submit as wrong solutions")
         found[lab] = (Piece(lab, "solution", (folder / "solution.py").read_text()), wrong)

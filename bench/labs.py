@@ -31,11 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._server import free_port, wait_ready
 from bench.grading import percentile
 from bench.grading_api import call, grade_once
+from labs.prove import time_target
 
 REPO = Path(__file__).resolve().parents[1]
 CONTENT = REPO / "content"
-TARGET_S = 1.0
-SCRIPT_TARGET_S = 3.0  # a script lab runs the whole script twice per world size: killed, then resumed
 
 
 def _cold_rank(
@@ -103,6 +102,10 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
         with tempfile.TemporaryDirectory() as tmp:
             shared = os.path.join(tmp, "shared")
             os.mkdir(shared)
+            public = os.path.join(tmp, "lab")  # the lab's public files as the ranks get them, shared helpers too
+            os.mkdir(public)
+            for name, text in lab.public_sources().items():
+                Path(public, name).write_text(text, encoding="utf-8")
             started = time.perf_counter()
             for g in groups:
                 blob = os.path.join(tmp, "cases.pt")
@@ -112,7 +115,7 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
                 for attempt in (1, 2):
                     store = os.path.join(tmp, f"store-{id(g)}-{attempt}")  # a retry must not meet stale keys
                     ports = [free_port() for _ in g.cases] if lab.spec.entry == "script" else None
-                    args = (g.world_size, store, str(lab.folder), code, blob, shared, ports)
+                    args = (g.world_size, store, public, code, blob, shared, ports)
                     attempt_started = time.perf_counter()
                     try:
                         mp.spawn(_cold_rank, args=args, nprocs=g.world_size, join=True)
@@ -132,7 +135,8 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
 
 
 def target(lab: Any) -> float:
-    return SCRIPT_TARGET_S if lab.spec.entry == "script" else TARGET_S
+    """The lab's grading-time target, the one `ringlab lab test` warns about (``labs.prove.time_target``)."""
+    return time_target(lab)
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from labs.feedback import NPROC, OUTPUT_BYTES, summarise
 from labs.judge import Facts, GroupRun, RankRun
 from labs.pool import WarmPool
 from labs.spec import DEFAULT_CONTENT, Lab, LabError, load_lab, load_labs
-from labs.verdict import CheckResult, Status, Verdict
+from labs.verdict import CheckResult, Status, Verdict, points_share, total_points
 
 MAX_CODE = 256 * 1024  # the submission API refuses larger code with 413
 # With control groups a rank's tasks are capped by its group (NPROC); RLIMIT_NPROC, counted per uid
@@ -170,7 +170,7 @@ class Grader:
     def _verdict(self, lab: Lab, status: Status, message: str, checks: list[CheckResult]) -> Verdict:
         if not checks:
             checks = [CheckResult(c.id, c.title, c.points, False, 0, "not run") for c in lab.spec.checks]
-        score = sum(c.score for c in checks)
+        score = total_points(c.score for c in checks)
         return Verdict(lab.id, status, score, lab.spec.max_score, message, checks)
 
     def _precheck(self, lab: Lab, code: str) -> Verdict | None:
@@ -472,11 +472,16 @@ def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
         torch.set_num_threads(threads)
 
 
-def points(available: int, outcome: judge.Outcome) -> int:
-    """Full points for a check that holds; partial credit, rounded down, for one that holds in part."""
+def points(available: int, outcome: judge.Outcome) -> float:
+    """Full points for a check that holds; for one that holds in part, its share of them, to one decimal.
+
+    Statements promise "the share of cases that are right": 2 of 5 right earns 0.8 of 2 points
+    (rounding down to whole points gave 0). A share just short of whole is never rounded up to full
+    marks: 0.99 of 2 points is 1.9, not 2.0 (``verdict.points_share``).
+    """
     if outcome.passed:
         return available
-    return int(available * max(0.0, min(1.0, outcome.fraction or 0.0)) + 1e-9)
+    return points_share(available, outcome.fraction or 0.0)
 
 
 def wire_pictures(groups: list[GroupRun]) -> dict[str, list[list[int]]]:

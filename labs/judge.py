@@ -18,6 +18,11 @@ from typing import Any
 from labs import trees
 from labs.trees import Tolerance
 
+# The check of a case that no check judges by itself: a setup call (load a checkpoint before the calls that
+# report on it) whose failure the later checks report. Spelt out so that any other check id a case names must
+# be a check of lab.yaml (``labs.contract``).
+UNJUDGED = "(judged by no check)"
+
 
 @dataclass
 class Case:
@@ -28,7 +33,10 @@ class Case:
     else the return value). With ``driver``: the lab's public ``driver.<driver>(submission,
     inputs[r])`` runs the loop and returns a tree; ``expected[r]`` is the reference tree.
     ``parts`` maps check ids to the top-level keys of the result they judge (default: the whole
-    result, for ``check``); ``tolerance`` maps path prefixes to (rtol, atol).
+    result, for ``check``); ``tolerance`` maps path prefixes to (rtol, atol). ``missing``: the
+    placeholder the lab's driver puts in the result where the state it reads holds no value (an
+    optimizer without a moment for a parameter); such a leaf is reported as missing, and in which
+    phase, never as a value the student computed.
     """
 
     check: str
@@ -41,6 +49,7 @@ class Case:
     driver: str | None = None
     parts: dict[str, list[str]] | None = None
     tolerance: dict[str, Tolerance] | None = None
+    missing: str | None = None
 
     def judges(self, check: str) -> bool:
         return check in (self.parts or {}) or (self.check == check and not (self.parts and check in self.parts))
@@ -180,7 +189,10 @@ def _case_failure(group: GroupRun, index: int, rank: int, part: str | None) -> s
     if isinstance(got, trees.Mismatch):
         return str(got)
     keys = case.keys(part)
-    found = trees.compare(trees.select(case.expected[rank], keys), trees.select(got, keys), case.tolerance)
+    absent = trees.Absent(case.missing, f" after the {group.phase} phase" if group.phase else "")
+    found = trees.compare(
+        trees.select(case.expected[rank], keys), trees.select(got, keys), case.tolerance, absent=absent
+    )
     return str(found) if found else None
 
 
@@ -210,9 +222,21 @@ def correctness(facts: Facts, check: str) -> Outcome:
     if not total:
         return Outcome(False, "no cases were run for this check", data, 0.0)
     if not failures:
-        return Outcome(True, f"all {total} rank results correct", data)
+        return Outcome(True, f"all {counted(total, facts.groups)} correct", data)
     data["first_failure"] = failures[0]
     return Outcome(False, summarise_failures(failures, total), data, passed / total)
+
+
+def counted(total: int, groups: list[GroupRun], unit: str | None = None) -> str:
+    """``total`` results named for what they are: "8 rank results", "4 case results" when one rank runs each case.
+
+    ``unit`` is the lab's own word for its results ("results at 4 segment counts" reads better than
+    "4 rank results" in a single-rank lab whose cases are segment counts): "{total} {unit}".
+    """
+    if unit:
+        return f"{total} {unit}"
+    many = any(g.world_size > 1 for g in groups)
+    return f"{total} rank results" if many else f"{total} case results"
 
 
 def _shape(text: str) -> str:

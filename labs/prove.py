@@ -1,48 +1,109 @@
-"""Prove a lab before students see it: the reference at full marks, every mutant losing points.
+"""Prove a lab before students see it: the reference at full marks, the starter failing cleanly, and every
+mutant losing exactly the checks its header names.
 
-``ringlab lab test LAB_ID`` runs this: it grades the lab's ``solution.py`` and each
-realistic wrong solution in ``mutants/`` through the real sandbox, prints a table,
-and records the reference's communication picture (who sent how many bytes to
-whom, per world size) in ``reference-wire.json`` for the result page.
+``ringlab lab test LAB_ID`` runs this: it grades the lab's ``solution.py``, its ``starter.py`` and each
+realistic wrong solution in ``mutants/`` (diffs against ``solution.py``, see ``labs.mutants``) through the
+real sandbox, prints a table, and records the reference's communication picture (who sent how many bytes
+to whom, per world size) in ``reference-wire.json`` for the result page.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from labs import mutants as mutants_
 from labs.grader import REFERENCE_WIRE
+from labs.mutants import Check, Mutant
 from labs.spec import Lab
-from labs.verdict import Verdict
+from labs.verdict import Status, Verdict
+
+MIN_MUTANTS = 4
+NOTE = 100  # characters of a verdict's message in the table; --verbose prints every check's message whole
+# The grading time a lab aims at for its reference, all its world sizes together: bench/labs.py's target.
+# A script lab runs the whole script twice per world size (killed, then resumed), hence its own.
+TIME_TARGET_S = 1.0
+SCRIPT_TIME_TARGET_S = 3.0
+# A starter that ends in one of these says nothing about the student's first step: the grader failed
+# (``internal_error``, ``refused``) or the starter itself cannot be run (``compile_error``, ``not_allowed``).
+NOT_CLEAN: tuple[Status, ...] = ("internal_error", "refused", "compile_error", "not_allowed")
 
 
 class Grades(Protocol):
-    def grade(self, lab_id: str, code: str) -> Verdict: ...
+    def grade(self, lab_id: str, code: str, *, world_sizes: list[int] | None = None) -> Verdict: ...
 
 
 @dataclass
 class Row:
+    """One graded file and what is wrong with its result (``problems``; empty when it is as it must be)."""
+
     name: str
-    mutant: bool
+    role: Literal["reference", "starter", "mutant"]
     verdict: Verdict
-    lost: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    mutant: Mutant | None = None
 
     @property
     def ok(self) -> bool:
-        """The reference gets full marks; a mutant loses points."""
-        full = self.verdict.status == "passed" and self.verdict.score == self.verdict.max_score
-        return not full if self.mutant else full
+        return not self.problems
+
+    @property
+    def lost(self) -> list[str]:
+        """The checks that lost points."""
+        return [c.id for c in self.verdict.checks if c.score < c.points]
 
 
-def prove(grader: Grades, lab: Lab) -> list[Row]:
-    """Grade the reference and every mutant of ``lab``; one row each, the reference first."""
-    rows = []
-    for path, mutant in [(lab.solution_path, False), *((p, True) for p in lab.mutants)]:
-        verdict = grader.grade(lab.id, path.read_text(encoding="utf-8"))
-        lost = [c.id for c in verdict.checks if c.score < c.points]
-        rows.append(Row("solution.py" if not mutant else f"mutants/{path.name}", mutant, verdict, lost))
+def full_marks(verdict: Verdict) -> bool:
+    return verdict.status == "passed" and verdict.score == verdict.max_score
+
+
+def reference_problems(verdict: Verdict) -> list[str]:
+    if full_marks(verdict):
+        return []
+    failed = ", ".join(c.id for c in verdict.checks if not c.passed)
+    said = f", fails {failed}" if failed else ""
+    return [f"the reference must get full marks: {verdict.status}, {_score(verdict)}{said}"]
+
+
+def starter_problems(verdict: Verdict) -> list[str]:
+    """A starter must fail, and fail as a student's first try does: by running, not by our error."""
+    if verdict.status in NOT_CLEAN:
+        return [f"the starter must run and fail cleanly, not end in {verdict.status}: {verdict.message}"]
+    if verdict.score >= verdict.max_score:
+        return ["the starter gets full marks: it must be below them"]
+    return []
+
+
+def mutant_problems(mutant: Mutant, verdict: Verdict) -> list[str]:
+    checks = [Check(c.id, c.points, c.score, c.passed, c.message) for c in verdict.checks]
+    problems = mutants_.mismatches(mutant, checks)
+    if verdict.score >= verdict.max_score and not problems:
+        problems.append("loses no points")
+    return problems
+
+
+def prove(grader: Grades, lab: Lab, mutants: Sequence[Mutant] | None = None) -> list[Row]:
+    """Grade the reference, the starter and every mutant of ``lab``: one row each, in that order.
+
+    ``mutants`` default to the lab's own (``labs.mutants.load``, which raises ``LabError`` for a diff that
+    does not apply or a header that is wrong); each is graded at its ``world sizes`` when it names them.
+    """
+    found = mutants_.load(lab) if mutants is None else mutants
+    # The starter first: a fresh grader's first job pays for warming up, and the reference's time is compared
+    # with the lab's target (``slow_warning``).
+    starter = grader.grade(lab.id, lab.starter)
+    reference = grader.grade(lab.id, lab.solution_path.read_text(encoding="utf-8"))
+    rows = [
+        Row("solution.py", "reference", reference, reference_problems(reference)),
+        Row("starter.py", "starter", starter, starter_problems(starter)),
+    ]
+    for mutant in found:
+        sizes = list(mutant.world_sizes) if mutant.world_sizes else None
+        verdict = grader.grade(lab.id, mutant.code, world_sizes=sizes)
+        rows.append(Row(mutant.label, "mutant", verdict, mutant_problems(mutant, verdict), mutant))
     return rows
 
 
@@ -56,35 +117,66 @@ def record_reference_wire(lab: Lab, reference: Verdict) -> Path | None:
     return path
 
 
-def first_line(path: Path) -> str:
-    """A mutant's first line, its author's note on what is wrong with it."""
-    line = path.read_text(encoding="utf-8").splitlines()[0] if path.is_file() else ""
-    return line.lstrip("# ").strip() if line.startswith("#") else ""
+def time_target(lab: Lab) -> float:
+    """The seconds the reference's grading aims at, every world size together."""
+    return SCRIPT_TIME_TARGET_S if lab.spec.entry == "script" else TIME_TARGET_S
 
 
-def table(lab: Lab, rows: list[Row]) -> str:
-    """The rows as a plain-text table a person reads in a terminal."""
-    lines = [f"{'file':34} {'expected':10} {'status':14} {'score':>7} {'time':>7}  {'lost points on / note'}"]
+def slow_warning(lab: Lab, rows: list[Row]) -> str | None:
+    """A warning when the reference took longer to grade than the lab's target; None within it."""
+    reference = next(r for r in rows if r.role == "reference")
+    target = time_target(lab)
+    if reference.verdict.elapsed_s <= target:
+        return None
+    sizes = ", ".join(map(str, lab.spec.world_sizes))
+    return (
+        f"warning: the reference took {reference.verdict.elapsed_s:.2f} s to grade (world sizes {sizes}), past the "
+        f"target of {target:.1f} s a lab aims at; time it warm with bench/labs.py --labs {lab.id}"
+    )
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def _score(v: Verdict) -> str:
+    return f"{_num(v.score)}/{_num(v.max_score)}"
+
+
+def table(lab: Lab, rows: list[Row], *, verbose: bool = False) -> str:
+    """The rows as a plain-text table a person reads in a terminal; ``verbose`` adds every check's message."""
+    lines = [f"{'file':40} {'expected':9} {'status':14} {'score':>9} {'time':>7}  note"]
     for row in rows:
         v = row.verdict
-        expect = "loses" if row.mutant else "full"
+        expect = {"reference": "full", "starter": "below", "mutant": "loses"}[row.role]
         mark = "ok" if row.ok else "WRONG"
-        note = ", ".join(row.lost) if row.mutant else v.message[:60]
-        if row.mutant and not row.lost:
-            note = "no check lost points: " + first_line(lab.folder / row.name)
-        score = f"{v.score:>3}/{v.max_score:<3}"
-        lines.append(f"{row.name:34} {expect:10} {v.status:14} {score} {v.elapsed_s:>6.2f}s  {mark}: {note}")
+        if row.problems:
+            note = "; ".join(row.problems)
+        elif row.mutant is not None:
+            failed = [c.id for c in v.checks if not c.passed]
+            note = "loses " + ", ".join(failed)
+        else:
+            note = "" if verbose else v.message if len(v.message) <= NOTE else v.message[: NOTE - 3] + "..."
+        said = f"{mark}: {note}" if note else mark
+        lines.append(f"{row.name:40} {expect:9} {v.status:14} {_score(v):>9} {v.elapsed_s:>6.2f}s  {said}")
+        if verbose:
+            if row.mutant is not None:
+                lines.append(f"    mistake: {row.mutant.mistake}")
+            lines += [_check_line(c.id, c.score, c.points, c.passed, c.message) for c in v.checks]
     return "\n".join(lines)
 
 
-MIN_MUTANTS = 4
+def _check_line(check_id: str, score: float, points: float, passed: bool, message: str) -> str:
+    # The whole message, as the student reads it: an author judges the feedback, not a cut of it.
+    head = f"    {'pass' if passed else 'FAIL'} {check_id} {_num(score)}/{_num(points)}: "
+    return head + message.replace("\n", "\n" + " " * len(head))
 
 
 def summary(rows: list[Row]) -> dict[str, Any]:
-    """Proven: the reference at full marks, at least MIN_MUTANTS mutants, and each of them losing points."""
-    mutants = sum(r.mutant for r in rows)
+    """Proven: every row as it must be and at least MIN_MUTANTS mutants."""
+    count = sum(r.role == "mutant" for r in rows)
     return {
-        "ok": all(r.ok for r in rows) and mutants >= MIN_MUTANTS,
-        "mutants": mutants,
+        "ok": all(r.ok for r in rows) and count >= MIN_MUTANTS,
+        "mutants": count,
         "wrong": [r.name for r in rows if not r.ok],
     }

@@ -36,6 +36,8 @@ REQUIRED_FILES = ("lab.yaml", "statement.md", "starter.py", "checks.py", "soluti
 # Engine module names a lab's public file may not shadow inside the ranks.
 RESERVED_MODULES = {"submission", "labs", "torch"}
 DEFAULT_CONTENT = Path(__file__).resolve().parents[1] / "content" / "labs"
+# Public files several labs share live once, in this folder beside the labs (``content/labs/_common/``).
+COMMON_DIR = "_common"
 
 
 def _due(value: object) -> object:
@@ -143,8 +145,9 @@ class LabSpec(Strict):
     # variables and the lab's driver runs the file as ``__main__`` (``labs.script``).
     entry: Literal["function", "script"] = "function"
     functions: list[NAME] = Field(default_factory=list)  # at least one unless ``entry: script``
-    # Files of the lab folder mounted read-only next to the student's module in every rank
-    # (``import driver``): public code that owns the loop. Not secret, not trusted.
+    # Files mounted read-only next to the student's module in every rank (``import driver``): public
+    # code that owns the loop. Not secret, not trusted. Each is the lab folder's own file, or else the
+    # one of that name in the folder labs share (``content/labs/_common/``, see ``public_path``).
     public_files: list[PUBLIC_FILE] = Field(default_factory=list)
     # Modules the warm template imports before any job, so no rank pays for a lazy import.
     preload: list[MODULE] = Field(default_factory=list)
@@ -219,12 +222,29 @@ class Lab:
 
     @property
     def mutants(self) -> list[Path]:
-        """Realistic wrong solutions (``mutants/*.py``) that must lose points."""
-        return sorted((self.folder / "mutants").glob("*.py"))
+        """Realistic wrong solutions, each a diff against ``solution.py`` (``mutants/*.diff``; ``labs.mutants``
+        parses them)."""
+        return sorted((self.folder / "mutants").glob("*.diff"))
+
+    def public_path(self, name: str) -> Path:
+        """Where the public file ``name`` is read from (see ``public_path``)."""
+        return public_path(self.folder, name)
 
     def public_sources(self) -> dict[str, str]:
         """The public files' text by name, as the ranks get them."""
-        return {name: (self.folder / name).read_text(encoding="utf-8") for name in self.spec.public_files}
+        return {name: self.public_path(name).read_text(encoding="utf-8") for name in self.spec.public_files}
+
+
+def public_path(folder: Path, name: str) -> Path:
+    """The lab folder's own file ``name``, or else the shared one beside the labs (``content/labs/_common/``).
+
+    Helpers several labs need (a seeded MLP, a batch cut into shards...) live once in the shared
+    folder, and a lab lists them in ``public_files`` by their plain name, as the ranks import them.
+    A stored lab version carries its own copy of each (``app.content.labs``), so there the lab
+    folder's file is found first, and a worker grades with the helpers of that version.
+    """
+    own = Path(folder) / name
+    return own if own.is_file() else Path(folder).parent / COMMON_DIR / name
 
 
 def _line_map(node: yaml.Node, loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
@@ -257,8 +277,9 @@ def _describe(err: Any) -> str:
 def parse_spec(text: str, where: str) -> LabSpec:
     """Validate ``lab.yaml`` text; a LabError names the line of every problem."""
     try:
-        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        data = yaml.safe_load(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser: ten times the pure-Python one
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)  # a safe loader (CSafeLoader or SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise LabError([LabProblem(where, mark.line + 1 if mark else 1, f"YAML syntax: {exc.problem}")]) from None
@@ -281,9 +302,9 @@ def load_lab(folder: Path) -> Lab:
         raise LabError([LabProblem(str(folder / m), 1, f"missing lab file {m}") for m in missing])
     spec = parse_spec((folder / "lab.yaml").read_text(encoding="utf-8"), where)
     problems = [
-        LabProblem(where, 1, f"public file {name} is listed but missing")
+        LabProblem(where, 1, f"public file {name} is listed but missing: not in the lab folder, nor in {COMMON_DIR}/")
         for name in spec.public_files
-        if not (folder / name).is_file()
+        if not public_path(folder, name).is_file()
     ]
     if spec.id != folder.name:
         problems.append(LabProblem(where, 1, f"id {spec.id!r} must match the folder name {folder.name!r}"))
@@ -308,12 +329,21 @@ def load_labs(root: Path = DEFAULT_CONTENT) -> dict[str, Lab]:
     return labs
 
 
-def card_problems(text: str, where: str, spec: LabSpec, card_ids: set[str]) -> list[LabProblem]:
-    """Each ``checks[].cards`` id of ``lab.yaml`` (its ``text``) that no deck has, at its line."""
-    node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+def yaml_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """Where each field and item of a ``lab.yaml`` text is: its location (``("checks", 0, "id")``) -> line."""
     lines: dict[tuple[Any, ...], int] = {}
+    try:
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return lines
     if node is not None:
         _line_map(node, (), lines)
+    return lines
+
+
+def card_problems(text: str, where: str, spec: LabSpec, card_ids: set[str]) -> list[LabProblem]:
+    """Each ``checks[].cards`` id of ``lab.yaml`` (its ``text``) that no deck has, at its line."""
+    lines = yaml_lines(text)
     return [
         LabProblem(where, _line(lines, ("checks", i, "cards", j)),
                    f"check '{check.id}' names card '{card}', which is in no deck")

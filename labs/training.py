@@ -17,7 +17,8 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
+from labs.judge import Case, Facts, Outcome, case_failure, counted, result, summarise_failures
+from labs.trees import fmt_apart
 
 Hint = str | Callable[[Any, int, Case, int], str]
 # Why no result of case i of group g counts (every rank's), or None: a trusted fact about the whole call.
@@ -58,12 +59,15 @@ def sizes(names: list[str]) -> str:
     return "world size " + ", ".join(names) if names else ""
 
 
-def judge(facts: Facts, check: str, hint: Hint, *, success: str, void: Void | None = None) -> Outcome:
+def judge(
+    facts: Facts, check: str, hint: Hint, *, success: str, void: Void | None = None, unit: str | None = None
+) -> Outcome:
     """Every rank's result right at ``check``'s keys; the first failure in full, then ``hint``'s advice.
 
     ``hint`` is advice as text, or a function of the first failure (group, case index, case, rank);
     it is given only when that rank finished training. ``void`` says why no result of a case counts
-    (e.g. ``moved_the_data``). Partial credit: the share of right results.
+    (e.g. ``moved_the_data``). ``unit`` names what the results are (``judge.counted``). Partial credit:
+    the share of right results.
     """
     total = passed = 0
     failures: list[dict[str, Any]] = []
@@ -82,7 +86,7 @@ def judge(facts: Facts, check: str, hint: Hint, *, success: str, void: Void | No
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if not failures:
-        return Outcome(True, f"all {total} rank results equal {success}", data, fraction=1.0)
+        return Outcome(True, f"all {counted(total, facts.groups, unit)} equal {success}", data, fraction=1.0)
     extra = ""
     if first is not None:  # a wrong value (not only voided ones): advice about it
         g, i, case, r = first
@@ -162,8 +166,9 @@ def first_difference(trees: list[dict[str, Any]], steps: int) -> str | None:
             if not torch.allclose(got, want, rtol=1e-12, atol=1e-14):
                 delta = (got - want).abs()
                 at = tuple(int(k) for k in torch.unravel_index(delta.argmax(), delta.shape))
+                mine, theirs = fmt_apart(float(got[at]), float(want[at]))  # told apart, however close
                 return (
-                    f'params["{name}"][{", ".join(map(str, at))}] is {float(got[at]):.6g} on rank {r}'
-                    f" but {float(want[at]):.6g} on rank 0 after {steps} steps"
+                    f'params["{name}"][{", ".join(map(str, at))}] is {mine} on rank {r}'
+                    f" but {theirs} on rank 0 after {steps} steps"
                 )
     return None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -35,13 +37,39 @@ SEVERITY: tuple[Status, ...] = (
 )
 
 
+def points_share(available: int, fraction: float) -> float:
+    """``fraction`` of ``available`` points, to one decimal, rounded down (a share never rounds up to full marks)."""
+    share = available * max(0.0, min(1.0, fraction))
+    return math.floor(share * 10 + 1e-6) / 10
+
+
+def total_points(scores: Iterable[float]) -> float:
+    """The sum of checks' points, to one decimal (0.1 + 0.2 is 0.3, not 0.30000000000000004)."""
+    return round(sum(scores), 1)
+
+
+def points_number(value: float | None) -> int | float | None:
+    """Points as a JSON number: 10 rather than 10.0 when whole, else to one decimal (7.5)."""
+    if value is None:
+        return None
+    shown = round(float(value), 1)
+    return int(shown) if shown.is_integer() else shown
+
+
+def show_points(value: float | None) -> str:
+    """Points as people read them: "7.5", "10" (no trailing ".0"), "-" for none."""
+    if value is None:
+        return "-"
+    return f"{round(float(value), 1):g}"
+
+
 @dataclass
 class CheckResult:
     id: str
     title: str
     points: int
     passed: bool
-    score: int
+    score: float  # the points it earned: its share of ``points``, to one decimal
     message: str
     data: dict[str, Any] = field(default_factory=dict)
 
@@ -50,7 +78,7 @@ class CheckResult:
 class Verdict:
     lab: str
     status: Status
-    score: int
+    score: float  # the checks' points together, to one decimal
     max_score: int
     message: str
     checks: list[CheckResult] = field(default_factory=list)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.labs.queue_view import describe
+from labs.verdict import show_points
 
 # Exit statuses of `ringlab submit`: scripts and CI can tell a lab to finish from a broken set-up.
 FULL_MARKS, BELOW_FULL_MARKS, NOT_GRADED = 0, 1, 2
@@ -31,11 +32,11 @@ def labs_table(labs: list[dict[str, Any]]) -> str:
 
 
 def best(lab: dict[str, Any]) -> str:
-    """The student's best graded score as "7/10"; "-" when there is none (or the server does not say)."""
+    """The student's best graded score as "7/10" or "7.5/10"; "-" when there is none (or the server does not say)."""
     score, top = lab.get("best_score"), lab.get("max_score")
     if score is None:
         return "-"
-    return f"{score}/{top}" if top is not None else str(score)
+    return f"{show_points(score)}/{top}" if top is not None else show_points(score)
 
 
 def progress_line(submission: dict[str, Any]) -> str | None:
@@ -75,10 +76,10 @@ def result_lines(submission: dict[str, Any]) -> list[str]:
         lines += _indented(verdict.get("message", ""), "  ")
     for check in submission.get("checks", []):
         mark = "PASS" if check.get("passed") else "FAIL"
-        points = f"{check.get('points', 0)}/{check.get('max_points', 0)}"
+        points = f"{show_points(check.get('points', 0))}/{check.get('max_points', 0)}"
         lines.append(f"{mark}  {points:>5}  {check.get('name', check.get('id', ''))}")
         lines += _indented(check.get("message", ""), " " * 13)
-    lines.append(f"Total: {submission.get('score') or 0}/{submission.get('max_score') or 0}")
+    lines.append(f"Total: {show_points(submission.get('score') or 0)}/{submission.get('max_score') or 0}")
     if exit_status(submission) == FULL_MARKS:
         lines.append("Full marks.")
     return lines

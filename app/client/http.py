@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import urllib.error
 
 TIMEOUT_S = 30.0
 USER_AGENT = "ringlab-client/0.1"
@@ -50,6 +51,9 @@ class Api:
             headers["Content-Type"] = "application/json"
         if auth and self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        import urllib.error  # here, not at the top: every `ringlab` command imports this module
+        import urllib.request
+
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:

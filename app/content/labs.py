@@ -1,24 +1,27 @@
 """Labs as content: each folder validated, snapshotted and synced as a numbered version.
 
 A lab's version holds every file of its folder except ``mutants/`` (the authors' test
-material), so the worker can grade a queued submission against exactly the lab it was
-submitted to, whatever was synced since. Nothing here runs lab code: ``checks.py`` and
+material), and a copy of each shared public file it names (``content/labs/_common/``), so
+the worker can grade a queued submission against exactly the lab it was submitted to,
+whatever was synced since. Nothing here runs lab code: ``checks.py`` and
 ``solution.py`` are parsed only (they import torch, and they are the worker's).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from app.content import records as r
 from app.content.models import LabContent
 from app.content.source import Problem
 
+if TYPE_CHECKING:
+    from labs.spec import Lab
+
 PARSED = ("starter.py", "solution.py", "checks.py")
+# Parsed into syntax trees and checked against lab.yaml (labs.contract): the checks' protocol, the driver's
+# functions a case names, the functions the student's module must define.
+CONTRACT = (*PARSED, "driver.py")
 MAX_LAB_BYTES = 4 << 20  # a version is stored whole in the database
 
 
@@ -33,6 +36,18 @@ def lab_files(folder: Path) -> list[Path]:
     return found
 
 
+def version_files(lab: Lab) -> dict[str, Path]:
+    """Every file a version keeps, by its name there: the lab folder's, then each shared public file it names.
+
+    A shared helper (``content/labs/_common/mlp.py``) is stored under its plain name (``mlp.py``), as
+    the ranks get it, so a version holds every file its ranks need, whatever the shared folder holds later.
+    """
+    files = {path.relative_to(lab.folder).as_posix(): path for path in lab_files(lab.folder)}
+    for name in lab.spec.public_files:
+        files.setdefault(name, lab.public_path(name))
+    return files
+
+
 def load_lab_content(
     folder: Path, rel: Any, exercise_ids: set[str], card_ids: set[str] | None = None
 ) -> tuple[LabContent | None, list[Problem]]:
@@ -40,7 +55,8 @@ def load_lab_content(
 
     ``card_ids``: every card of the decks, which the checks' ``cards:`` must name (None: not checked).
     """
-    from labs.spec import LabError, card_problems, load_lab  # torch-free
+    from labs import contract  # torch-free, as labs.spec
+    from labs.spec import LabError, card_problems, load_lab, yaml_lines
 
     try:
         lab = load_lab(folder)
@@ -48,25 +64,25 @@ def load_lab_content(
         return None, [Problem(rel(Path(p.path)), p.line, p.message) for p in exc.problems]
     problems: list[Problem] = []
     files: dict[str, str] = {}
-    for path in lab_files(folder):
-        name = path.relative_to(folder).as_posix()
+    for name, path in version_files(lab).items():
         try:
             files[name] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             problems.append(Problem(rel(path), 1, "not UTF-8 text: a lab folder holds text files only"))
             continue
+        if name in CONTRACT:
+            continue  # parsed with the checks contract below
         if name in PARSED or (name.endswith(".py") and "/" not in name):
             try:
                 compile(files[name], str(path), "exec", dont_inherit=True)
             except (SyntaxError, ValueError) as exc:
                 line = getattr(exc, "lineno", None) or 1
                 problems.append(Problem(rel(path), line, f"not valid Python: {getattr(exc, 'msg', exc)}"))
-    for path in lab.mutants:  # parsed like the rest, though never synced: `ringlab lab test` grades them
-        try:
-            compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
-            line = getattr(exc, "lineno", None) or 1
-            problems.append(Problem(rel(path), line, f"not valid Python: {getattr(exc, 'msg', exc)}"))
+    problems.extend(_mutant_problems(lab, rel))
+    lines = yaml_lines(files.get("lab.yaml", ""))
+    texts = {n: t for n, t in files.items() if n in CONTRACT}
+    found = contract.check(lab.spec, lambda name: rel(folder / name), lines, texts)
+    problems.extend(Problem(p.path, p.line, p.message) for p in found)
     size = sum(len(text.encode()) for text in files.values())
     if size > MAX_LAB_BYTES:
         problems.append(
@@ -85,30 +101,22 @@ def load_lab_content(
     return (None if problems else content), problems
 
 
-def sync_labs(labs: list[LabContent], upsert: Any, *, session: Session, now: Any) -> None:
-    """Give every changed lab a new version (the files as they are now) and point its row at it.
+def _mutant_problems(lab: Any, rel: Any) -> list[Problem]:
+    """Each mutant diff's header and fit (``labs.mutants``), and the mutant it makes parsed as Python: never
+    synced, but `ringlab lab test` grades them, so an author hears of a diff that no longer applies here."""
+    from labs import mutants  # torch-free, as labs.spec
+    from labs.spec import LabError
 
-    ``upsert`` is the content sync's upserter, so labs are added, updated and retired in the
-    same transaction and report as everything else.
-    """
-    for position, lab in enumerate(labs):
-        newest = session.execute(
-            select(r.LabVersion.version, r.LabVersion.digest)
-            .where(r.LabVersion.lab_id == lab.id)
-            .order_by(r.LabVersion.version.desc())
-            .limit(1)
-        ).first()
-        digest = lab.digest
-        if newest is not None and newest.digest == digest:
-            version = newest.version
-        else:
-            version = 1 if newest is None else newest.version + 1
-        values = {"title": lab.title, "exercise_id": lab.exercise, "version": version}
-        upsert(r.Lab, "lab", lab.id, position, values)
-        if newest is None or newest.digest != digest:
-            session.flush()  # the lab row first: its versions refer to it
-            session.add(
-                r.LabVersion(
-                    lab_id=lab.id, version=version, digest=digest, spec=lab.spec, files=lab.files, created_at=now
-                )
-            )
+    try:
+        found = mutants.load(lab)
+    except LabError as exc:
+        return [Problem(rel(Path(p.path)), p.line, p.message) for p in exc.problems]
+    problems = []
+    for mutant in found:
+        try:
+            compile(mutant.code, str(mutant.path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            line = getattr(exc, "lineno", None) or 1
+            message = f"the mutant this diff makes is not valid Python (line {line} of it): {getattr(exc, 'msg', exc)}"
+            problems.append(Problem(rel(mutant.path), 1, message))
+    return problems

@@ -246,7 +246,8 @@ def _load_labs(c: _Collector, root: Path, exercise_ids: set[str], card_ids: set[
     """Each lab folder: its lab.yaml, its files, Python that parses, the exercise it names and the labs
     it comes after."""
     labs = []
-    folders = _subdirs(root)
+    # As labs.spec.load_labs: a folder named ``_...`` is no lab (``_common/`` holds the helpers labs share).
+    folders = [folder for folder in _subdirs(root) if not folder.name.startswith((".", "_"))]
     for folder in folders:
         lab, problems = load_lab_content(folder, c.rel, exercise_ids, card_ids)
         c.problems.extend(problems)

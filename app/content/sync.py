@@ -20,7 +20,7 @@ from app.content import markdown
 from app.content import models as m
 from app.content import records as r
 from app.content.errata import notes_html
-from app.content.labs import sync_labs
+from app.content.lab_sync import sync_labs
 from app.exercises.rescore import PartChange, rescore_parts
 from app.quizzes.rescore import KeyChange, rescore_keys
 

@@ -13,6 +13,7 @@ from app.errors import NotFound
 from app.exercises import progress
 from app.exercises.models import ExerciseNote
 from app.labs.models import SCORED, Submission
+from labs.verdict import show_points
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def get_set(set_id: str, *, session: Session) -> tuple[ExerciseSet, list[tuple[d
 
 
 def badges(
-    parts: int, state: progress.ExerciseProgress | None, lab_score: tuple[int, int] | None, has_lab: bool
+    parts: int, state: progress.ExerciseProgress | None, lab_score: tuple[float, int] | None, has_lab: bool
 ) -> list[Badge]:
     """The badges for one exercise: solved parts, parts given up, done, its lab's best score (pure)."""
     out: list[Badge] = []
@@ -83,7 +84,7 @@ def badges(
     if has_lab:
         if lab_score is not None:
             kind = "complete" if lab_score[0] >= lab_score[1] else "lab"
-            out.append(Badge(f"lab best {lab_score[0]}/{lab_score[1]}", kind))
+            out.append(Badge(f"lab best {show_points(lab_score[0])}/{lab_score[1]}", kind))
         elif state is not None:
             out.append(Badge("lab not tried", "todo"))
     if state is not None and state.done:
@@ -91,8 +92,8 @@ def badges(
     return out
 
 
-def lab_best_scores(user_id: int, lab_ids: Iterable[str], *, session: Session) -> dict[str, tuple[int, int]]:
-    """The student's best graded score per lab, as (score, max score)."""
+def lab_best_scores(user_id: int, lab_ids: Iterable[str], *, session: Session) -> dict[str, tuple[float, int]]:
+    """The student's best graded score per lab, as (score, max score); a score is points to one decimal."""
     ids = list(lab_ids)
     if not ids:
         return {}
@@ -102,7 +103,7 @@ def lab_best_scores(user_id: int, lab_ids: Iterable[str], *, session: Session) -
         .where(Submission.status.in_(SCORED), Submission.score.is_not(None))
         .group_by(Submission.lab_id)
     )
-    return {lab_id: (int(score or 0), int(top or 0)) for lab_id, score, top in session.execute(query)}
+    return {lab_id: (float(score or 0), int(top or 0)) for lab_id, score, top in session.execute(query)}
 
 
 def set_page(set_id: str, filters: Filters, user_id: int | None, labs: dict[str, str], *, session: Session) -> SetPage:

@@ -81,7 +81,7 @@ def submission_records(rows: Iterable[tuple[Submission, str]], due_at: datetime 
             "submitted_at": _time(s.submitted_at),
             "status": s.status.value,
             "verdict": (s.verdict or {}).get("status"),
-            "score": s.score,
+            "score": _number(s.score),  # points to one decimal: 7.5, or 10 at full marks
             "max_score": s.max_score,
             "late": is_late(s.submitted_at, due_at),
             "regrades": s.regrades,

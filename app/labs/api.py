@@ -17,6 +17,7 @@ from app.labs.models import Submission
 from app.labs.schemas import LabDetailOut, LabListOut, LabOut, SubmissionCreated, SubmissionIn, SubmissionOut
 from app.labs.views import limits
 from app.web.auth import Principal
+from labs.verdict import points_number
 
 router = APIRouter(prefix="/api/v1", tags=["api: labs"])
 
@@ -41,7 +42,7 @@ def submission_out(submission: Submission, lab: Lab, *, session: Session) -> Sub
             "queue_position": queued.position if queued else None,
             "estimated_wait_s": round(wait, 1) if wait is not None else None,
             "poll_after_s": None if submission.done else queue_view.poll_after_s(queued),
-            "score": submission.score,
+            "score": points_number(submission.score),
             "max_score": submission.max_score,
             "verdict": None if verdict is None or not submission.done else verdict,
             "checks": service.checks(submission, lab) if submission.done else [],
@@ -69,8 +70,8 @@ def list_labs(session: SessionDep, user: Annotated[Principal | None, Depends(_op
     ]
 
 
-def _score(best: tuple[int, int] | None) -> int | None:
-    return best[0] if best else None
+def _score(best: tuple[float, int] | None) -> int | float | None:
+    return points_number(best[0]) if best else None
 
 
 @router.get("/labs/{lab_id}")

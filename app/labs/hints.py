@@ -44,7 +44,7 @@ def still_needed(failures: int, hint_after: int, total: int) -> int:
 
 def lost_points(check: Mapping[str, Any]) -> bool:
     """A verdict's check that scored less than it was worth (a feedback check, worth 0, never loses)."""
-    return int(check.get("score", 0)) < int(check.get("points", 0))
+    return float(check.get("score", 0)) < float(check.get("points", 0))  # partial credit: 1.5 of 2 lost points
 
 
 def failures(verdicts: Iterable[Mapping[str, Any] | None]) -> Counter[str]:

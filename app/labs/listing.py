@@ -36,7 +36,7 @@ class Row:
     lab: PublishedLab
     number: str | None  # the exercise's, e.g. "35.4"
     status: Status | None  # None for someone signed out
-    best: tuple[int, int] | None  # (score, max score) of the best graded submission
+    best: tuple[float, int] | None  # (score, max score) of the best graded submission
 
 
 @dataclass
@@ -45,13 +45,13 @@ class Group:
     rows: list[Row] = field(default_factory=list)
 
 
-def status(best: tuple[int, int] | None) -> Status:
+def status(best: tuple[float, int] | None) -> Status:
     if best is None:
         return "not tried"
     return "passed" if best[1] > 0 and best[0] >= best[1] else "tried"
 
 
-def group(labs: list[PublishedLab], places: dict[str, Place], best: dict[str, tuple[int, int]] | None) -> list[Group]:
+def group(labs: list[PublishedLab], places: dict[str, Place], best: dict[str, tuple[float, int]] | None) -> list[Group]:
     """Labs by exercise set and section, in exercise order; labs whose exercise is gone come last."""
     groups: dict[str, Group] = {}
     order: dict[str, tuple[object, ...]] = {}
@@ -93,7 +93,7 @@ class PathRow:
 
     lab: PublishedLab
     number: str | None  # the exercise's, e.g. "35.4"
-    best: tuple[int, int] | None  # (score, max score) of the best graded submission
+    best: tuple[float, int] | None  # (score, max score) of the best graded submission
     step: path.Step
     waiting_on: list[PublishedLab]  # the labs to do first: "Do first: Ring all-reduce"
     after: list[PublishedLab]  # every lab it builds on
@@ -111,7 +111,7 @@ class LabPath:
         return next((row for row in self.rows if row.suggested), None)
 
 
-def walk(groups: list[Group], best: dict[str, tuple[int, int]], *, signed_in: bool) -> LabPath:
+def walk(groups: list[Group], best: dict[str, tuple[float, int]], *, signed_in: bool) -> LabPath:
     """The labs of ``groups`` as a path: their current (exercise) order breaks the ties of ``after``."""
     rows = {row.lab.id: row for g in groups for row in g.rows}
     planned = path.plan([(lab_id, row.lab.spec.after) for lab_id, row in rows.items()], best)

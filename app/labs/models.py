@@ -6,7 +6,7 @@ import enum
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Enum, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Enum, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, utcnow
@@ -50,7 +50,7 @@ class Submission(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # the lease: renewed while running
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    score: Mapped[int | None] = mapped_column(Integer)
+    score: Mapped[float | None] = mapped_column(Float)  # points to one decimal: partial credit is a share
     max_score: Mapped[int | None] = mapped_column(Integer)
     verdict: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     regrades: Mapped[int] = mapped_column(Integer, default=0)

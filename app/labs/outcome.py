@@ -1,6 +1,6 @@
 """What a student is told about one submission, in one vocabulary (pure).
 
-A run that could be judged shows its score ("6/10", "10/10 Passed"), whatever went wrong on the way;
+A run that could be judged shows its score ("6/10", "7.5/10", "10/10 Passed"), whatever went wrong on the way;
 "Could not run: <reason>" is kept for runs where nothing could be judged. The stored statuses
 (``SubmissionStatus``, the verdict's ``labs.verdict.Status``) do not change: this only names them.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from labs.verdict import show_points
 
 Kind = Literal["waiting", "scored", "not_run"]
 
@@ -44,7 +46,7 @@ class Outcome:
         return self.kind == "scored"
 
 
-def of(status: str, verdict_status: str | None, score: int | None, max_score: int | None) -> Outcome:
+def of(status: str, verdict_status: str | None, score: float | None, max_score: int | None) -> Outcome:
     """The label of a submission whose row status is ``status`` (queued, running, graded, failed, error)
     and whose verdict (if any) says ``verdict_status``, with the score it was given."""
     if status == "queued":
@@ -60,7 +62,8 @@ def of(status: str, verdict_status: str | None, score: int | None, max_score: in
     if verdict_status in STOPPED and score <= 0:
         return not_run(verdict_status)
     full = max_score > 0 and score >= max_score
-    return Outcome("scored", f"{score}/{max_score} Passed" if full else f"{score}/{max_score}", passed=full)
+    shown = f"{show_points(score)}/{show_points(max_score)}"
+    return Outcome("scored", f"{shown} Passed" if full else shown, passed=full)
 
 
 def not_run(verdict_status: str) -> Outcome:

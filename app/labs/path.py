@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 State = Literal["done", "next", "not yet"]
-Best = tuple[int, int]  # (best score, max score)
+Best = tuple[float, int]  # (best score, points to one decimal; max score)
 
 
 @dataclass(frozen=True)

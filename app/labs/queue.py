@@ -241,7 +241,7 @@ def finish(
             "worker_id": worker_id,
             "finished_at": now,
             "verdict": verdict,
-            "score": int(verdict.get("score", 0)),
+            "score": round(float(verdict.get("score", 0)), 1),  # points to one decimal (partial credit)
             "max_score": int(verdict.get("max_score", 0)),
         }
     done = _rows(session.execute(update(S).where(held).values(**values).execution_options(synchronize_session=False)))

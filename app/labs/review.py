@@ -58,12 +58,12 @@ class ReviewPage:
         return sum(self.counts.get(s.value, 0) for s in IN_FLIGHT)
 
 
-def pick_best(rows: list[tuple[int, int, SubmissionStatus, int | None]]) -> list[int]:
+def pick_best(rows: list[tuple[int, int, SubmissionStatus, float | None]]) -> list[int]:
     """Submission ids, one per student: the highest graded score (latest on a tie), else the latest.
 
     ``rows`` are (id, user id, status, score); ids grow with time. Newest first.
     """
-    best: dict[int, tuple[int, int, int]] = {}  # user -> (graded?, score, id)
+    best: dict[int, tuple[int, float, int]] = {}  # user -> (graded?, score, id)
     for sid, uid, status, score in rows:
         graded = status == SubmissionStatus.graded and score is not None
         key = (1 if graded else 0, score if graded and score is not None else 0, sid)

@@ -18,8 +18,10 @@ class LabOut(BaseModel):
 
 class LabListOut(LabOut):
     max_score: int
-    best_score: int | None = Field(
-        default=None, description="with a bearer token: your best graded score so far; else null"
+    best_score: int | float | None = Field(
+        default=None,
+        description="with a bearer token: your best graded score so far (points to one decimal: partial credit"
+        " is the share of a check's cases that are right); else null",
     )
 
 
@@ -55,7 +57,7 @@ class CheckOut(BaseModel):
     id: str
     name: str
     passed: bool
-    points: int
+    points: int | float = Field(description="points earned, to one decimal: a check's share of its max_points")
     max_points: int
     message: str
 
@@ -79,8 +81,8 @@ class SubmissionOut(BaseModel):
     )
     result: str = Field(
         default="",
-        description='what the pages say: "Queued", "Running", the score ("6/10", "10/10 Passed") for every run that '
-        'could be judged, or "Could not run: <reason>" when nothing could be',
+        description='what the pages say: "Queued", "Running", the score ("6/10", "7.5/10", "10/10 Passed") for every '
+        'run that could be judged, or "Could not run: <reason>" when nothing could be',
     )
     result_kind: str = Field(default="", description="waiting, scored or not_run")
     position: int | None = Field(description="place in the queue while queued (the same as queue_position)")
@@ -95,7 +97,7 @@ class SubmissionOut(BaseModel):
         description="while not done, how many seconds to wait before asking again: 0.5 while it runs or is "
         "next, a tenth of the expected wait (2 to 30 s) while it waits behind others; null once done",
     )
-    score: int | None
+    score: int | float | None = Field(description="points to one decimal (7.5), whole at full marks (10)")
     max_score: int | None
     verdict: VerdictOut | None
     checks: list[CheckOut]

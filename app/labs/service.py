@@ -20,6 +20,7 @@ from app.labs.models import IN_FLIGHT, SCORED, LabWorker, Submission, Submission
 from app.labs.queue import ALIVE_S
 from app.labs.settings import LabSettings
 from app.web.auth import Principal
+from labs.verdict import points_number
 
 S = Submission
 GRADED = SCORED  # a verdict on the student's code
@@ -276,7 +277,7 @@ def checks(submission: Submission, lab: Lab) -> list[dict[str, Any]]:
                 "id": spec.id,
                 "name": spec.title,
                 "passed": bool(c and c["passed"]),
-                "points": int(c["score"]) if c else 0,
+                "points": points_number(c["score"]) if c else 0,
                 "max_points": spec.points,
                 "message": c["message"] if c else "",
                 "data": c.get("data", {}) if c else {},

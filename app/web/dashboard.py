@@ -67,7 +67,7 @@ class LabScore:
     submission_id: int
     lab_id: str
     title: str
-    score: int | None
+    score: float | None  # points to one decimal
     max_score: int | None
     status: str
     submitted_at: datetime

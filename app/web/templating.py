@@ -14,6 +14,7 @@ from jinja2_fragments.fastapi import Jinja2Blocks
 from markupsafe import Markup, escape
 
 from app.config import REPO_ROOT
+from labs.verdict import show_points
 
 templates = Jinja2Blocks(directory=str(REPO_ROOT / "templates"))
 DATE_TIME = "%d %b %Y, %H:%M %Z"
@@ -37,6 +38,8 @@ def _localtime(context: Context, moment: datetime | None, fmt: str = DATE_TIME) 
 
 
 templates.env.filters["localtime"] = _localtime
+# Lab scores are points to one decimal (partial credit): "7.5", and "10" rather than "10.0".
+templates.env.filters["points"] = show_points
 
 
 def render(

@@ -11,6 +11,8 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from labs import mutants
+from labs.spec import load_lab
 from tests.browser.conftest import sign_up
 from tests.browser.test_lab_journey import _paste_code
 from tests.conftest import CONTENT_DIR
@@ -34,7 +36,7 @@ def _fits(page: Page) -> bool:
 def test_fail_twice_reveal_a_hint_then_pass_and_compare_with_the_reference(page: Page) -> None:
     sign_up(page, "hints")
     page.goto("/labs/ring-allreduce")
-    wrong = (RING / "mutants" / "through_rank_zero.py").read_text()  # right sums, but not a ring
+    wrong = next(m.code for m in mutants.load(load_lab(RING)) if m.name == "through_rank_zero")  # right sums, no ring
 
     _submit(page, wrong, "graded")
     hints = page.locator('#lab-result [data-hints-for="ring-neighbours"]')

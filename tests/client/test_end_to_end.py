@@ -101,7 +101,7 @@ def test_a_student_fetches_and_submits_a_lab_from_the_terminal(server: str, tmp_
     with_driver = next(lab for lab in load_labs(CONTENT_DIR / "labs").values() if lab.spec.public_files)
     assert ringlab("fetch", with_driver.spec.id, "driven").returncode == 0
     for name in with_driver.spec.public_files:
-        assert (ringlab.cwd / "driven" / name).read_text() == (with_driver.folder / name).read_text()
+        assert (ringlab.cwd / "driven" / name).read_text() == with_driver.public_path(name).read_text()
 
     (ringlab.cwd / "mine.py").write_text((source / "solution.py").read_text())
     full = ringlab("submit", "ring-allreduce", "mine.py")

@@ -31,7 +31,7 @@ def test_the_lab_page_gives_this_labs_commands_and_links_the_api_docs(client: Te
 
 def test_a_lab_with_a_driver_says_fetch_brings_it_too(client: TestClient) -> None:
     page = client.get("/labs/ddp-from-scratch").text
-    assert "the starter code and driver.py in a folder" in page
+    assert "the starter code, driver.py, data_parallel.py and mlp.py in a folder" in page
     assert commands(page)["fetch"] == "ringlab fetch ddp-from-scratch"
 
 

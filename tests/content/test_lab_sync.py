@@ -49,7 +49,8 @@ def test_a_changed_lab_gets_a_new_version_and_keeps_the_old_one(session: Session
     (lab / "statement.md").write_text((lab / "statement.md").read_text() + "\nA new closing line.\n")
     (lab / "driver.py").write_text("DRIVER = 1\n")  # any other file of the folder travels with the version
     (lab / "mutants").mkdir(exist_ok=True)
-    (lab / "mutants" / "off_by_one.py").write_text("# authors' material, never stored\n")
+    # A mutant added: authors' material, checked by the content check but never stored.
+    (lab / "mutants" / "off_by_one.diff").write_text((lab / "mutants" / "averages.diff").read_text())
     report = sync_tree(load_tree(root), session=session, now=T1)
     assert report.updated == {"lab": 1}
 

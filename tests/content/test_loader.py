@@ -152,12 +152,22 @@ checks:
 """
 
 
+# The smallest checks.py that keeps the checks contract (labs.contract): a case for its one check.
+CHECKS = """\
+from labs.judge import Case
+
+
+def cases(world_size, gen):
+    return [Case("sums", "all_reduce", "all_reduce", [], [])]
+"""
+
+
 def lab_files(**overrides: str) -> dict[str, str]:
     files = {
         "labs/tiny-lab/lab.yaml": LAB_YAML,
         "labs/tiny-lab/statement.md": "Sum over ranks.\n",
         "labs/tiny-lab/starter.py": "def all_reduce(tensor):\n    raise NotImplementedError\n",
-        "labs/tiny-lab/checks.py": "RULES = {}\n",
+        "labs/tiny-lab/checks.py": CHECKS,
         "labs/tiny-lab/solution.py": "def all_reduce(tensor):\n    pass\n",
     }
     return files | {f"labs/tiny-lab/{name}": text for name, text in overrides.items()}
@@ -182,7 +192,7 @@ def test_a_lab_missing_a_file_unparsable_code_and_unknown_exercise(tmp_path: Pat
     ]
     del files["labs/tiny-lab/checks.py"]
     files["labs/tiny-lab/solution.py"] = "def ok():\n    return 1\n\ndef broken(:\n"
-    files["labs/tiny-lab/checks.py"] = "RULES = {}\n"
+    files["labs/tiny-lab/checks.py"] = CHECKS
     found = problems(write_tree(tmp_path / "other", **files))
     assert sorted(found) == [
         "other/labs/tiny-lab/lab.yaml:1: exercise 'ex-nowhere' is not in any exercise set",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from labs import template
-from labs.spec import DEFAULT_CONTENT
+from labs.spec import COMMON_DIR, DEFAULT_CONTENT
 
 # Set before any sandbox starts: a secret in the worker's environment that student code must never see.
 # (Not DATABASE_URL itself: the rest of the suite, in the same process, reads that one.)
@@ -62,6 +62,7 @@ def lifted(lab: str, folder: Path, *rules: str) -> Path:
 
     copy = folder / lab
     shutil.copytree(DEFAULT_CONTENT / lab, copy)
+    shutil.copytree(DEFAULT_CONTENT / COMMON_DIR, folder / COMMON_DIR, dirs_exist_ok=True)  # its shared helpers
     with (copy / "lab.yaml").open("a") as f:
         f.write(f"precheck:\n  allow: [{', '.join(rules or tuple(precheck.RULES))}]\n")
     return copy

@@ -7,26 +7,12 @@ from collections.abc import Iterator
 import pytest
 
 from labs import template
+from labs.mutants import Mutant
 from labs.spec import DEFAULT_CONTENT
 
-LAB = DEFAULT_CONTENT / "activation-checkpointing"
-LOSES = {
-    # Wrong gradients: the memory cases count only for a stack whose values are right.
-    "detached_inputs": {"gradients", "memory"},
-    "forgets_rng_state": {"gradients", "memory"},
-    "no_checkpointing": {"memory"},
-    "one_checkpoint_whole_stack": {"memory"},
-    # For k = 6, 2 segments of 6 blocks: the memory case holds about three times the reference's tensors.
-    "segment_size_not_count": {"memory"},
-}
-# Recorded in the rank, so feedback without points: what each mutant's recompute message must say.
-RECOMPUTE = {
-    "detached_inputs": "the other segments were never recomputed",
-    "no_checkpointing": "no block was recomputed during backward",
-    "one_checkpoint_whole_stack": "last segment first",
-    "segment_size_not_count": "`segments` is the number of segments",
-}
+from .mutant_cases import assert_loses, mutant_params
 
+LAB = DEFAULT_CONTENT / "activation-checkpointing"
 # Written differently from solution.py: an own autograd Function that saves the segment's input and
 # the random state, and differentiates the recomputed segment with torch.autograd.grad.
 OWN_FUNCTION = """
@@ -101,22 +87,17 @@ def ckpt_grader() -> Iterator[object]:
     g.close()
 
 
-def test_every_mutant_is_listed_and_says_what_is_wrong() -> None:
-    files = sorted((LAB / "mutants").glob("*.py"))
-    assert {f.stem for f in files} == set(LOSES)
-    assert all(f.read_text().startswith("# ") for f in files)
-
-
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_exactly_its_checks(ckpt_grader, mutant: str) -> None:
-    verdict = ckpt_grader.grade("activation-checkpointing", (LAB / "mutants" / f"{mutant}.py").read_text())
+@pytest.mark.parametrize("mutant", mutant_params("activation-checkpointing"))
+def test_mutant_loses_exactly_its_checks(ckpt_grader, mutant: Mutant) -> None:
+    verdict = ckpt_grader.grade("activation-checkpointing", mutant.code)
+    assert_loses(verdict, mutant)
     lost = {c.id for c in verdict.checks if c.score < c.points}
-    assert lost == LOSES[mutant], [(c.id, c.score, c.message) for c in verdict.checks]
     assert all(len(c.message) > 40 for c in verdict.checks if c.id in lost)
     recompute = verdict.check("recompute")
     assert recompute.points == 0 and recompute.score == 0
-    if mutant in RECOMPUTE:
-        assert not recompute.passed and RECOMPUTE[mutant] in recompute.message, recompute.message
+    # Recorded in the rank, so feedback without points: what a mutant's header says is the recompute message's.
+    if "recompute" in mutant.loses:
+        assert mutant.says and all(text in recompute.message for text in mutant.says), recompute.message
 
 
 @pytest.mark.parametrize("code", [OWN_FUNCTION, SEQUENTIAL, REENTRANT], ids=["own-function", "sequential", "reentrant"])

@@ -1,10 +1,10 @@
-"""Every lab in content/labs is proven: its reference gets full marks and each of its mutants loses points.
+"""Every lab in content/labs is proven: its reference gets full marks, its starter fails cleanly and each of
+its mutants loses exactly the checks its header names (``labs.mutants``).
 
-A lab whose own test file grades every one of its mutants through the sandbox and pins exactly which
-checks each loses (``LOSES`` there) is proven by that file, more strictly than ``ringlab lab test``
-would: running the command on it here too graded each of those mutants twice (six minutes of the
-suite). The command proves the other labs here, every mutant at every world size, and the GPU-only
-labs where a GPU is.
+A lab whose own test file grades every one of its mutants (parametrised by ``mutant_cases.mutant_params``
+over the same headers) is proven by that file: running the command on it here too graded each of those
+mutants twice (six minutes of the suite), and on one xdist worker. The command proves the other labs here,
+every mutant at its header's world sizes, and the GPU-only labs where a GPU is.
 """
 
 from __future__ import annotations
@@ -19,14 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from labs import template
+from labs import mutants, template
 from labs.grader import gpu_count
+from labs.mutants import Mutant
 from labs.prove import MIN_MUTANTS, prove, summary, table
 from labs.spec import DEFAULT_CONTENT, load_labs
 
 LABS = sorted(load_labs(DEFAULT_CONTENT))
 REPO = Path(__file__).resolve().parents[2]
-# Labs whose test module grades each mutant in the sandbox and pins the checks it loses (its LOSES keys).
+# Labs whose own test module grades each of their mutants against its header (the module, by lab).
 PINNED = {
     "activation-checkpointing": "test_activation_checkpointing",
     "checkpoint-resharding": "test_checkpoint_resharding",
@@ -49,17 +50,38 @@ PINNED = {
 }
 
 
-def pinned_mutants(lab_id: str) -> set[str]:
-    """The mutants of ``lab_id`` whose lost checks its test module pins."""
-    loses = importlib.import_module(f"tests.labs.{PINNED[lab_id]}").LOSES
-    return set(loses.get(lab_id, loses))
+def graded_mutants(lab_id: str) -> set[str]:
+    """The mutants of ``lab_id`` that a ``test_mutant_*`` function of its test module is parametrised over."""
+    module = importlib.import_module(f"tests.labs.{PINNED[lab_id]}")
+    found = set()
+    for name, test in vars(module).items():
+        if not name.startswith("test_mutant_"):
+            continue
+        for mark in getattr(test, "pytestmark", []):
+            if mark.name == "parametrize":
+                for value in mark.args[1]:
+                    values = value.values if hasattr(value, "values") else (value,)
+                    labs = {v for v in values if isinstance(v, str)} or {lab_id}
+                    found |= {v.name for v in values if isinstance(v, Mutant) and lab_id in labs}
+    return found
+
+
+@pytest.mark.parametrize("lab_id", LABS)
+def test_every_lab_has_enough_mutants_that_parse_and_apply(lab_id: str) -> None:
+    lab = load_labs(DEFAULT_CONTENT)[lab_id]
+    assert not list((lab.folder / "mutants").glob("*.py")), "mutants are diffs against solution.py: mutants/*.diff"
+    found = mutants.load(lab)  # a header that is wrong or a diff that does not apply raises, path:line
+    assert len(found) >= MIN_MUTANTS, f"{lab_id} has {len(found)} mutants"
+    assert all(m.code != lab.solution_path.read_text() for m in found)
+    for m in found:
+        compile(m.code, str(m.path), "exec", dont_inherit=True)
 
 
 @pytest.mark.parametrize("lab_id", sorted(PINNED))
-def test_a_pinned_lab_pins_every_mutant(lab_id: str) -> None:
+def test_a_pinned_lab_grades_every_mutant_against_its_header(lab_id: str) -> None:
     lab = load_labs(DEFAULT_CONTENT)[lab_id]
-    assert len(lab.mutants) >= MIN_MUTANTS, f"{lab_id} has {len(lab.mutants)} mutants"
-    assert pinned_mutants(lab_id) == {p.stem for p in lab.mutants}, f"tests/labs/{PINNED[lab_id]}.py LOSES"
+    names = {m.name for m in mutants.load(lab)}
+    assert graded_mutants(lab_id) == names, f"tests/labs/{PINNED[lab_id]}.py grades these mutants of {lab_id}"
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +103,7 @@ def test_lab_is_proven(catalogue_grader, lab_id: str) -> None:
     assert result["mutants"] >= MIN_MUTANTS, f"{lab_id} has {result['mutants']} mutants"
     assert result["ok"], "\n" + table(lab, rows)
     # Every mutant's loss comes with a message a student can act on, not a bare "failed".
-    for row in rows[1:]:
+    for row in (r for r in rows if r.role == "mutant"):
         lost = [c for c in row.verdict.checks if c.id in row.lost]
         assert all(len(c.message) > 20 for c in lost), (row.name, [c.message for c in lost])
 

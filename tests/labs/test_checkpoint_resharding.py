@@ -4,7 +4,7 @@ Runs the lab's public driver in forked ranks (no sandbox; ``tp_ranks``): the sav
 ranks and the load phase on 2, sharing one scratch directory as the engine's phases do; compares
 the load phase's results with ``driver.reference`` (one process) and judges the saved files, by their
 bytes, with ``checks.files_verdict``, so each mutant is shown to lose exactly the checks it should
-(``ringlab lab test`` only asks that it lose points). One grade runs through the real sandbox: rank 0
+(its header's, as ``ringlab lab test`` checks them in the sandbox). One grade runs through the real sandbox: rank 0
 writing the whole state as four files of equal size loses the sharded save there, judged from the
 files the zygote read after the save phase.
 """
@@ -18,20 +18,14 @@ import pytest
 import torch
 
 from labs import template, trees
+from labs.mutants import Mutant
 from labs.spec import DEFAULT_CONTENT
 
 from . import tp_ranks
+from .mutant_cases import assert_lost, mutant_params
 
 LAB = DEFAULT_CONTENT / "checkpoint-resharding"
 PARTS = {"parameters": "params", "optimizer-state": "optimizer", "resumed-step": "resumed"}
-LOSES = {
-    "forgets_step": {"optimizer-state", "resumed-step"},
-    "fresh_optimizer_state_dict": {"optimizer-state", "resumed-step"},
-    "model_only": {"optimizer-state", "resumed-step"},
-    "own_shard_files": {"parameters", "optimizer-state", "resumed-step"},
-    "rank0_saves_alone": {"sharded-save", "parameters", "optimizer-state", "resumed-step"},
-    "rank0_torch_save": {"sharded-save", "parameters", "optimizer-state", "resumed-step"},
-}
 
 # Correct, and written differently from solution.py: the recipe of the DCP tutorial, a Stateful
 # object that DCP calls for its state dict on save and hands the loaded one back on load.
@@ -166,17 +160,11 @@ def test_differently_written_solutions_pass_every_check(
     assert lost_checks(lab, code, tmp_path, monkeypatch) == set()
 
 
-@pytest.mark.parametrize("mutant", sorted(LOSES))
+@pytest.mark.parametrize("mutant", mutant_params("checkpoint-resharding"))
 def test_mutant_loses_its_checks(
-    lab: tuple[Any, Any], mutant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lab: tuple[Any, Any], mutant: Mutant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code = (LAB / "mutants" / f"{mutant}.py").read_text()
-    assert code.startswith("# "), "a mutant's first line says what is wrong"
-    assert lost_checks(lab, code, tmp_path, monkeypatch) == LOSES[mutant]
-
-
-def test_every_mutant_is_listed() -> None:
-    assert {p.stem for p in (LAB / "mutants").glob("*.py")} == set(LOSES)
+    assert_lost(lost_checks(lab, mutant.code, tmp_path, monkeypatch), mutant)
 
 
 def test_reference_is_plain_adamw_on_the_whole_batch(lab: tuple[Any, Any]) -> None:

@@ -5,25 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from labs.mutants import Mutant
+
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, mutant_params, sizes
 
 LAB = "debugging-tools"
 WORLD_SIZES = [2]  # every mutant shows at two ranks; the reference is graded at 2, 3 and 4
 FOLDER = labs_dir() / LAB
-# mutant: (the checks it loses points on, advice its messages give)
-LOSES = {
-    "all_gather_by_all_reduce": ({"communication"}, "padded buffer"),
-    "all_gather_output_bytes": ({"timing-rows"}, "that is the whole output list"),
-    "all_reduce_averages": ({"collective-results"}, "a profiler only observes"),
-    "allclose_losses": ({"sync"}, "compare exactly"),
-    "broadcast_ignores_src": ({"collective-results"}, "the broadcast's src"),
-    "compare_with_rank0": ({"sync", "agreement"}, "the ranks disagree"),
-    "elements_not_bytes": ({"timing-rows"}, "that is the number of elements"),
-    "local_norm_only": ({"norms"}, "Gather the local norms"),
-    "norms_of_averaged_gradient": ({"norms", "gradients-untouched"}, "norm of the gradient averaged"),
-    "only_all_reduce_rows": ({"timing-rows"}, "every method must record its collective"),
-    "start_and_end_rows": ({"timing-rows"}, "each one is recorded twice"),
-}
 FEEDBACK = "This check is feedback: it is measured inside your own process, so it cannot count"
 REFERENCE = (FOLDER / "solution.py").read_text()
 TOOLS = REFERENCE[: REFERENCE.index("class CommProfiler")]  # the reference's norms and sync check
@@ -135,18 +124,11 @@ class CommProfiler:
 """
 
 
-def test_every_mutant_is_listed() -> None:
-    assert {f.stem for f in (FOLDER / "mutants").glob("*.py")} == set(LOSES)
-
-
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
-    code = (FOLDER / "mutants" / f"{mutant}.py").read_text()
-    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
-    lost, advice = LOSES[mutant]
-    assert {c.id for c in v.checks if c.score < c.points} == lost, v.message
-    assert {c.id for c in v.checks if not c.passed} == lost, v.message  # and the times are fine
-    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_mutant_loses_its_checks(one_grader, mutant: Mutant) -> None:
+    v = one_grader.grade(LAB, mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)
+    assert {c.id for c in v.checks if c.score < c.points} == mutant.loses, v.message  # and the times are fine
 
 
 def test_the_timing_times_are_feedback_worth_no_points() -> None:

@@ -2,8 +2,8 @@
 
 Correct samplers written differently from the reference (a DistributedSampler subclass, numpy's
 generator with contiguous shares) get full marks; each mutant loses exactly the checks it should
-(``ringlab lab test`` only asks that it lose points); the starter's first try names its
-NotImplementedError.
+(its header's ``loses``, at world size 3: 48 is divisible, 50 and 61 are not, so padding and equal
+counts are both exercised); the starter's first try names its NotImplementedError.
 """
 
 from __future__ import annotations
@@ -13,21 +13,12 @@ from collections.abc import Iterator
 import pytest
 
 from labs import template
+from labs.mutants import Mutant
 
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, mutant_params, sizes
 
 LAB = "distributed-sampler"
-# World size 3: 48 is divisible, 50 and 61 are not, so padding and equal counts are both exercised.
-SIZES = [3]
-LOSES = {
-    "drops_remainder": {"coverage", "equal-counts"},
-    "generator_in_init": {"deterministic"},
-    "ignores_epoch": {"epochs-differ"},
-    "local_shuffle": {"epochs-differ"},
-    "no_padding": {"equal-counts"},
-    "seed_per_rank": {"coverage"},
-    "strided_no_shuffle": {"epochs-differ", "deterministic"},
-}
 SUBCLASS = """
 from torch.utils.data import DistributedSampler
 
@@ -69,21 +60,16 @@ def grader() -> Iterator[object]:
     g.close()
 
 
-def test_every_mutant_is_listed() -> None:
-    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
-
-
 @pytest.mark.parametrize("code", [SUBCLASS, CONTIGUOUS], ids=["distributed-sampler-subclass", "numpy-contiguous"])
 def test_other_correct_samplers_get_full_marks(grader, code: str) -> None:
     v = grader.grade(LAB, code)
     assert v.status == "passed" and v.score == v.max_score, [(c.id, c.message) for c in v.checks]
 
 
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(grader, mutant: str) -> None:
-    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
-    v = grader.grade(LAB, code, world_sizes=SIZES)
-    assert {c.id for c in v.checks if not c.passed} == LOSES[mutant], [(c.id, c.message) for c in v.checks]
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_mutant_loses_its_checks(grader, mutant: Mutant) -> None:
+    v = grader.grade(LAB, mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)
 
 
 def test_starter_names_its_error(grader) -> None:

@@ -10,25 +10,14 @@ from typing import Any
 import pytest
 import torch
 
+from labs.mutants import Mutant
 from labs.public import load_public
 
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, mutant_params, sizes
 
 LAB = "fsdp-mixed-precision"
 WORLD_SIZES = [2]
-LOSES = {
-    "bf16_reduce": ({"gradients", "parameters", "communication"}, "reduced in bfloat16"),
-    # Wrong values lose the step's bytes too: they count only for a step whose loss and gradients are right.
-    "fp16_params": ({"forward", "gradients", "parameters", "communication"}, "computed in float16"),
-    # Its forward is the bfloat16 one (right loss); the gradients and master weights it returns are bfloat16.
-    "model_cast_to_bf16": (
-        {"gradients", "parameters", "communication"},
-        "dtype is torch.bfloat16, expected torch.float32",
-    ),
-    "no_mixed_precision": ({"forward", "gradients", "parameters", "communication"}, "full float32 training"),
-    "policy_on_blocks_only": ({"forward", "gradients", "parameters", "communication"}, "the same mp_policy"),
-    "root_unit_only": ({"communication"}, "fully_shard every block before the root"),
-}
 
 # Correct, written differently from solution.py: the policy's defaults spelled out, the blocks
 # wrapped in reverse order, a policy object per call, fully_shard's own return value returned.
@@ -56,18 +45,10 @@ def checks() -> Any:
     return load_public(labs_dir() / LAB / "checks.py", "checks")
 
 
-def test_every_mutant_is_listed() -> None:
-    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
-
-
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
-    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
-    assert code.startswith("# "), "a mutant's first line says what is wrong"
-    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
-    lost, advice = LOSES[mutant]
-    assert {c.id for c in v.checks if not c.passed} == lost, v.message
-    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_mutant_loses_its_checks(one_grader, mutant: Mutant) -> None:
+    v = one_grader.grade(LAB, mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)
 
 
 def test_alternative_solution_gets_full_marks_on_several_seeds(one_grader) -> None:

@@ -1,30 +1,22 @@
 """fsdp-wrapping, graded for real: the mutants lose exactly the checks they should, a differently
 written correct solution gets full marks, and the expected figures are the statement's.
 
-Each mutant is graded in the sandbox here; ``LOSES`` pins the checks it loses and what its messages
-say to do.
+Each mutant is graded in the sandbox here and must lose the checks its header names, with messages
+that say what its header's ``says:`` does.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from labs.mutants import Mutant
 from labs.public import load_public
 
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, mutant_params, sizes
 
 LAB = "fsdp-wrapping"
 WORLD_SIZES = [2]
-LOSES = {
-    "no_reshard_per_layer": ({"peak-memory", "all-gather"}, "reshard_after_forward=True"),
-    "no_root": ({"training", "units", "peak-memory", "all-gather"}, "Call fully_shard(model) last"),
-    # Every block is an FSDP module and every parameter a shard, and the bytes are per-block's: only the
-    # kernel's count of its memory tells (and the bytes count only next to a memory that passed).
-    "per_block_one_unit_for_all_blocks": ({"peak-memory", "all-gather"}, "one call per block"),
-    "per_layer_blocks_only": ({"units", "peak-memory", "all-gather"}, "(embed, head and both in every block)"),
-    "root_first": ({"training", "units", "peak-memory", "all-gather"}, "inner units first and on the root last"),
-    "whole_model_everywhere": ({"units", "peak-memory", "all-gather"}, "gathered again for their backward"),
-}
 
 # Correct, but written differently from solution.py: explicit modules in another order, the
 # default passed explicitly, and fully_shard's own return value returned.
@@ -69,18 +61,10 @@ def wrap(model, strategy):
 """
 
 
-def test_every_mutant_is_listed() -> None:
-    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
-
-
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
-    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
-    assert code.startswith("# "), "a mutant's first line says what is wrong"
-    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
-    lost, advice = LOSES[mutant]
-    assert {c.id for c in v.checks if not c.passed} == lost, v.message
-    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_mutant_loses_its_checks(one_grader, mutant: Mutant) -> None:
+    v = one_grader.grade(LAB, mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)
 
 
 def test_alternative_solution_gets_full_marks_with_the_figures(one_grader) -> None:

@@ -7,21 +7,18 @@ from typing import Any
 
 import pytest
 
+from labs import mutants
 from labs.judge import Case
+from labs.mutants import Mutant
+from labs.spec import COMMON_DIR
 
 from .conftest import labs_dir
 from .gpu_facts import NEEDS_GPU, has_gpu, judge, load, lost, rank
+from .mutant_cases import assert_loses, assert_lost, mutant_params
 
 torch = pytest.importorskip("torch")
 LAB = "gpu-memory-profile"
 FOLDER = labs_dir() / LAB
-LOSES = {
-    "activations_after_backward": {"activations"},
-    "formula_counts_frozen": {"formula"},
-    "formula_one_moment": {"formula"},
-    "gradients_across_backward": {"gradients"},
-    "zero_grad_before_reading": {"optimizer-states"},
-}
 
 # Correct, written differently: the allocator's statistics instead of memory_allocated(), one reading per stage
 # into a list, and the formula as 16 bytes per trainable parameter split up.
@@ -121,12 +118,6 @@ def cases() -> list[Case]:
     ]  # fmt: skip
 
 
-def test_every_mutant_is_listed_and_says_what_is_wrong() -> None:
-    files = sorted((FOLDER / "mutants").glob("*.py"))
-    assert {f.stem for f in files} == set(LOSES)
-    assert all(f.read_text().startswith("# ") for f in files)
-
-
 def test_the_cases_are_a_full_model_and_one_with_frozen_embeddings() -> None:
     full, frozen = configs()
     assert not full["frozen"] and frozen["frozen"]
@@ -152,12 +143,12 @@ def test_the_reference_gets_every_check() -> None:
     assert "the measurement is within 0.00% of 4P / 4P_t / 8P_t" in outcomes["formula"].message
 
 
-@pytest.mark.parametrize("name", sorted(LOSES))
-def test_mutant_loses_its_checks(name: str) -> None:
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_mutant_loses_its_checks(mutant: Mutant) -> None:
     lab, checks = load(LAB)
-    outcomes = judge(lab, checks, cases(), rank(*(tree(name, c) for c in configs())))
-    assert lost(outcomes) == LOSES[name], {k: o.message for k, o in outcomes.items()}
-    for check in LOSES[name]:
+    outcomes = judge(lab, checks, cases(), rank(*(tree(mutant.name, c) for c in configs())))
+    assert_lost(lost(outcomes), mutant)
+    for check in mutant.loses:
         message = outcomes[check].message
         assert "MiB" in message and "right]" in message, message
 
@@ -213,10 +204,9 @@ def test_on_a_gpu_the_reference_and_an_alternative_get_full_marks(gpu_grader) ->
 
 
 @pytest.mark.skipif(not has_gpu(), reason=NEEDS_GPU)
-@pytest.mark.parametrize("name", sorted(LOSES))
-def test_on_a_gpu_every_mutant_loses_its_checks(gpu_grader, name: str) -> None:
-    v = gpu_grader.grade(LAB, (FOLDER / "mutants" / f"{name}.py").read_text())
-    assert {c.id for c in v.checks if not c.passed} == LOSES[name], [c.message for c in v.checks]
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_on_a_gpu_every_mutant_loses_its_checks(gpu_grader, mutant: Mutant) -> None:
+    assert_loses(gpu_grader.grade(LAB, mutant.code), mutant)
 
 
 def test_the_lab_is_gpu_only_and_refused_without_one(grader) -> None:
@@ -236,10 +226,12 @@ def test_content_check_validates_a_gpu_lab_fully_without_a_gpu(tmp_path, lab_id:
 
     folder = tmp_path / lab_id
     shutil.copytree(labs_dir() / lab_id, folder)
+    shutil.copytree(labs_dir() / COMMON_DIR, tmp_path / COMMON_DIR)  # the shared helpers it names
     lab, problems = load_lab_content(folder, lambda p: p.name, {load(lab_id)[0].spec.exercise})
     assert lab is not None and problems == []
-    mutant = sorted((folder / "mutants").glob("*.py"))[0]
-    mutant.write_text(mutant.read_text() + "\ndef broken(:\n")
+    mutant = sorted((folder / "mutants").glob("*.diff"))[0]
+    solution = (folder / "solution.py").read_text()
+    mutant.write_text(mutants.write("a syntax error", solution, solution + "\ndef broken(:\n", loses=["parameters"]))
     (folder / "driver.py").write_text((folder / "driver.py").read_text() + "\nreturn (\n")
     _, problems = load_lab_content(folder, lambda p: p.name, {load(lab_id)[0].spec.exercise})
     assert {p.path for p in problems} == {mutant.name, "driver.py"}, problems

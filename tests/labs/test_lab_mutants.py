@@ -1,7 +1,7 @@
 """The v1 labs' realistic wrong solutions (``mutants/``) lose exactly the checks they should, graded for real.
 
-Each mutant is graded in the sandbox here; ``LOSES`` pins the checks it loses (the
-catalogue test checks that it names every mutant).
+Each mutant is graded in the sandbox here, at the world sizes its header names; its header says which
+checks it loses (``labs.mutants``).
 """
 
 from __future__ import annotations
@@ -11,34 +11,15 @@ from collections.abc import Iterator
 import pytest
 
 from labs import template
+from labs.mutants import Mutant
 
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, lab_mutant_params, lab_mutants, sizes
 
-# One world size each keeps this quick: 4 is where torch.chunk returns too few chunks and where a
-# star through rank 0 is not a ring; 3 has ranks that are neither first nor last.
-WORLD_SIZES = {"ring-allreduce": [4], "collectives-p2p": [3]}
-LOSES = {
-    "ring-allreduce": {
-        # Wrong sums: every byte went the ring's way, but bytes count only for a call that sums right.
-        "averages": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
-        # Loses points on the wire (gloo's own ring sends to rank - 1); the built-in collective is
-        # also named by the feedback check, which earns no points.
-        "builtin_all_reduce": {"ring-neighbours", "communication-volume", "no-builtin-collectives"},
-        "missing_all_gather": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
-        "result_not_written_back": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
-        "through_rank_zero": {"ring-neighbours", "communication-volume"},
-        "torch_chunk": {"ring-all-reduce", "ring-neighbours", "communication-volume"},
-    },
-    "collectives-p2p": {
-        "all_reduce_returns_sum": {"all-reduce"},
-        "gather_default_dtype": {"all-reduce", "all-gather", "reduce-scatter"},
-        "gather_in_arrival_order": {"all-gather"},
-        "gather_returns_list": {"all-gather"},
-        "reduce_to_rank_zero": {"all-reduce"},
-        "scatter_neighbours_chunk": {"reduce-scatter"},
-    },
-}
-MUTANTS = [(lab, name) for lab, names in LOSES.items() for name in names]
+# Each mutant's header grades it at one world size, which keeps this quick: 4 is where torch.chunk returns
+# too few chunks and where a star through rank 0 is not a ring; 3 has ranks that are neither first nor last.
+LABS = ["collectives-p2p", "ring-allreduce"]
+MUTANTS = lab_mutant_params(LABS)
 
 
 @pytest.fixture(scope="module")
@@ -51,26 +32,22 @@ def one_grader() -> Iterator[object]:
     g.close()
 
 
-@pytest.mark.parametrize("lab", sorted(LOSES))
-def test_every_mutant_is_listed_and_says_what_is_wrong(lab: str) -> None:
-    files = sorted((labs_dir() / lab / "mutants").glob("*.py"))
-    assert len(files) >= 4
-    assert {f.stem for f in files} == set(LOSES[lab])
-    for f in files:
-        assert f.read_text().startswith("# "), f"{f}: the first line is a comment saying what is wrong"
+@pytest.mark.parametrize("lab", LABS)
+def test_every_mutant_says_what_is_wrong_and_is_graded_at_one_size(lab: str) -> None:
+    found = lab_mutants(lab)
+    assert len(found) >= 4
+    assert all(m.mistake and m.world_sizes and len(m.world_sizes) == 1 for m in found.values()), found
 
 
 @pytest.mark.parametrize(("lab", "mutant"), MUTANTS)
-def test_mutant_loses_its_checks(one_grader, lab: str, mutant: str) -> None:
-    code = (labs_dir() / lab / "mutants" / f"{mutant}.py").read_text()
-    v = one_grader.grade(lab, code, world_sizes=WORLD_SIZES[lab])
-    assert v.score < v.max_score
-    assert {c.id for c in v.checks if not c.passed} == LOSES[lab][mutant], v.message
+def test_mutant_loses_its_checks(one_grader, lab: str, mutant: Mutant) -> None:
+    v = one_grader.grade(lab, mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)
     # Every mutant loses points on a check judged outside the ranks, not only on the feedback one.
     assert {c.id for c in v.checks if c.score < c.points} - {"no-builtin-collectives"}, v.message
 
 
-@pytest.mark.parametrize("lab", sorted(LOSES))
+@pytest.mark.parametrize("lab", LABS)
 def test_in_rank_collective_counts_earn_no_points(lab: str) -> None:
     """The built-in-collectives signal is counted inside the ranks, where student code can rewrite it."""
     from labs.spec import load_lab
@@ -116,7 +93,7 @@ def test_a_builtin_collective_gets_the_p2p_values_and_only_feedback(one_grader) 
     assert not feedback.passed and "all_gather" in feedback.message and "no points" in feedback.message
 
 
-@pytest.mark.parametrize("lab", sorted(LOSES))
+@pytest.mark.parametrize("lab", LABS)
 def test_starter_imports_what_it_uses(one_grader, lab: str) -> None:
     """A first try runs into the starter's NotImplementedError, not a NameError."""
     code = (labs_dir() / lab / "starter.py").read_text()

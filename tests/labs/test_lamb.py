@@ -7,22 +7,12 @@ from collections.abc import Iterator
 import pytest
 
 from labs import template
+from labs.mutants import Mutant
 from labs.spec import DEFAULT_CONTENT
 
+from .mutant_cases import assert_loses, mutant, mutant_params
+
 LAB = DEFAULT_CONTENT / "lamb"
-EVERY = {"first-step", "zero-biases", "parameters", "convergence"}
-LOSES = {
-    # Right graded steps: only the convergence runs use the defaults and step(closure).
-    "adam_default_eps": {"convergence"},
-    "closure_ignored": {"convergence"},
-    "eps_inside_sqrt": EVERY,
-    "global_trust_ratio": EVERY,
-    # Zero biases get r = 1 from the guard and no decay term: right on the first step.
-    "inverted_trust_ratio": EVERY - {"zero-biases"},
-    "l2_weight_decay": EVERY - {"zero-biases"},
-    "no_bias_correction": EVERY,
-    "no_zero_norm_guard": EVERY,
-}
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +39,16 @@ def test_reference_gets_full_marks_and_a_chart_of_six_curves(lamb_grader) -> Non
     assert all(s["points"][-1][1] < s["points"][0][1] for s in chart["series"][:3])
 
 
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_exactly_its_checks(lamb_grader, mutant: str) -> None:
-    verdict = lamb_grader.grade("lamb", (LAB / "mutants" / f"{mutant}.py").read_text())
+@pytest.mark.parametrize("mutant", mutant_params("lamb"))
+def test_mutant_loses_exactly_its_checks(lamb_grader, mutant: Mutant) -> None:
+    verdict = lamb_grader.grade("lamb", mutant.code)
+    assert_loses(verdict, mutant)
     lost = {c.id for c in verdict.checks if c.score < c.points}
-    assert lost == LOSES[mutant], [(c.id, c.score, c.message) for c in verdict.checks]
     assert all(len(c.message) > 40 for c in verdict.checks if c.id in lost)
 
 
 def test_a_guard_missing_keeps_the_weights_first_step_and_says_why(lamb_grader) -> None:
-    verdict = lamb_grader.grade("lamb", (LAB / "mutants" / "no_zero_norm_guard.py").read_text())
+    verdict = lamb_grader.grade("lamb", mutant("lamb", "no_zero_norm_guard").code)
     checks = {c.id: c for c in verdict.checks}
     # Per-tensor partial credit: the three weight matrices are right after one step, the biases are not.
     assert checks["first-step"].data == {"tensors": 6, "right": 3}

@@ -6,27 +6,20 @@ from __future__ import annotations
 import pytest
 import torch
 
+from labs.mutants import Mutant
 from labs.public import load_public
 
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, mutant_params, sizes
+from .mutant_cases import mutant as lab_mutant
 
 LAB = "loss-scaling"
 WORLD_SIZES = [2]  # every mutant shows at two ranks; the reference is graded at 2, 3 and 4
 WRONG_RULE = {"scales"}
 NOT_SKIPPED = {"scales", "skipped", "parameters"}
-LOSES = {
-    "grows_every_step": (WRONG_RULE, "consecutive clean steps"),
-    "inf_only": (NOT_SKIPPED, "torch.isfinite"),
-    "local_overflow": (NOT_SKIPPED | {"ranks-agree"}, "all-reduce a found-inf flag"),
-    "no_unscale": ({"gradients", "parameters"}, "still scaled"),
-    "steps_on_overflow": ({"skipped", "parameters"}, "must not call optimizer.step()"),
-    "tracker_not_reset": (WRONG_RULE, "reset the growth tracker"),
-    "update_uses_local_flag": ({"scales", "ranks-agree"}, "own overflows only"),
-}
 # Checks a mutant loses on some draws only. A step taken on an overflowed gradient leaves an inf or nan
 # in the parameters; behind a tanh (an inf weight saturates it, and its gradient is 0) the later
 # steps stay finite and the scales stay right; elsewhere every later step overflows and backs off.
-MAY_ALSO_LOSE = {"steps_on_overflow": {"scales"}}
 
 # A different structure: GradScaler itself, whose found-inf flags are all-reduced after unscale_,
 # as torch.distributed.fsdp's ShardedGradScaler does.
@@ -108,18 +101,10 @@ def test_skipped_steps_are_read_from_the_tensors() -> None:
     assert d.skipped_steps(w, [w, moved, moved, nan, nan, moved]) == [True, False, True, None, None, None]
 
 
-def test_every_mutant_is_listed() -> None:
-    assert {f.stem for f in (labs_dir() / LAB / "mutants").glob("*.py")} == set(LOSES)
-
-
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
-    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
-    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES)
-    lost, advice = LOSES[mutant]
-    got = {c.id for c in v.checks if not c.passed}
-    assert lost <= got <= lost | MAY_ALSO_LOSE.get(mutant, set()), v.message
-    assert advice in " ".join(c.message for c in v.checks if not c.passed)
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_mutant_loses_its_checks(one_grader, mutant: Mutant) -> None:
+    v = one_grader.grade(LAB, mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)
 
 
 def _ambiguous_seed(rank: int) -> int:
@@ -145,8 +130,7 @@ def _ambiguous_seed(rank: int) -> int:
 def test_when_two_mistakes_fit_one_rank_the_feedback_names_the_one_made(
     one_grader, mutant: str, named: str, not_named: str
 ) -> None:
-    code = (labs_dir() / LAB / "mutants" / f"{mutant}.py").read_text()
-    v = one_grader.grade(LAB, code, world_sizes=WORLD_SIZES, seed=_ambiguous_seed(0))
+    v = one_grader.grade(LAB, lab_mutant(LAB, mutant).code, world_sizes=WORLD_SIZES, seed=_ambiguous_seed(0))
     said = " ".join(c.message for c in v.checks if not c.passed)
     assert named in said and not_named not in said, said
 

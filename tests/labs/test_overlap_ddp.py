@@ -1,6 +1,8 @@
 """overlap-ddp: the bucket rule and the statement agree; each mutant loses the checks it should, graded for real.
 
-Each mutant is graded in the sandbox here and ``LOSES`` pins the checks it loses. This also proves
+Each mutant is graded in the sandbox here, at the world sizes its header names (2 and 3: a cap of 25,856 B
+gives 4 buckets and 100,736 B gives 2; ``bucket_cap_in_elements`` at 4, since at 2 and 3 ranks it gives one
+bucket, as ignoring the cap does), and must lose the checks its header names. This also proves
 that correct solutions written differently get full marks, and that the overlap, seen only from
 inside the ranks, is feedback: solutions without it keep every point and are told so.
 """
@@ -14,35 +16,13 @@ import pytest
 
 from labs import template
 from labs.grader import Grader
+from labs.mutants import Mutant
 
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, mutant_params, sizes
 
 LAB = "overlap-ddp"
 FOLDER = labs_dir() / LAB
-WORLD_SIZES = [2, 3]  # cap 25,856 B (4 buckets) and 100,736 B (2 buckets)
-SIZES = {"bucket_cap_in_elements": [4]}  # at 2 and 3 ranks it gives one bucket, as ignoring the cap does
-# mutant: (checks it always loses points on, checks it may lose points on as well)
-LOSES: dict[str, tuple[set[str], set[str]]] = {
-    "bucket_cap_in_elements": ({"buckets"}, set()),
-    "cap_ignored": ({"buckets"}, set()),
-    "counts_never_reset": ({"parameters", "ranks-identical", "buckets"}, set()),
-    "float32_buckets": ({"gradients", "parameters", "buckets"}, {"ranks-identical"}),
-    "forward_order_buckets": ({"buckets"}, set()),
-    # The un-waited works race the copy back: the values are wrong; the last step's bytes may not be sent yet.
-    "no_wait": ({"gradients", "parameters"}, {"ranks-identical", "buckets"}),
-    "one_allreduce_per_parameter": ({"buckets"}, set()),
-    "sum_not_average": ({"gradients", "parameters"}, set()),
-}
-ADVICE = {
-    "bucket_cap_in_elements": "comparing the cap with numel() instead of bytes gives 5",
-    "cap_ignored": "not one per parameter, nor one for the whole model",
-    "counts_never_reset": "reset what counts the ready gradients",
-    "float32_buckets": "Keep each bucket's flat buffer in the gradients' own dtype (float64)",
-    "forward_order_buckets": "filling the buckets in model.parameters() order gives 4",
-    "no_wait": "wait",
-    "one_allreduce_per_parameter": "framing of 10.5 all-reduces per step",
-    "sum_not_average": "divide by dist.get_world_size()",
-}
 FEEDBACK = "This check is feedback: it is measured inside your own process, so it cannot count"
 
 # Correct, and written unlike solution.py: tensor hooks that run before accumulation, the other accepted
@@ -287,18 +267,10 @@ def one_grader() -> Iterator[Any]:
     g.close()
 
 
-def test_every_mutant_is_listed() -> None:
-    assert {f.stem for f in (FOLDER / "mutants").glob("*.py")} == set(LOSES)
-
-
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(one_grader: Any, mutant: str) -> None:
-    code = (FOLDER / "mutants" / f"{mutant}.py").read_text()
-    v = one_grader.grade(LAB, code, world_sizes=SIZES.get(mutant, WORLD_SIZES))
-    lost = {c.id for c in v.checks if c.score < c.points}
-    always, maybe = LOSES[mutant]
-    assert always <= lost <= always | maybe, v.message + " " + " | ".join(c.message for c in v.checks)
-    assert ADVICE[mutant] in " ".join(c.message for c in v.checks if not c.passed)
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_mutant_loses_its_checks(one_grader: Any, mutant: Mutant) -> None:
+    v = one_grader.grade(LAB, mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)
 
 
 @pytest.mark.parametrize("code", [TENSOR_HOOKS, NODE_HOOKS], ids=["tensor-hooks-never-over", "node-hooks"])

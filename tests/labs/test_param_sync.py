@@ -7,19 +7,13 @@ import math
 import pytest
 import torch
 
+from labs.mutants import Mutant
 from labs.public import load_public
 
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, mutant_params, sizes
 
 LAB = labs_dir() / "param-sync"
-# A call answered wrong loses its bytes too: they count only for a call whose answers are right.
-LOSES = {
-    "allclose_fingerprint": {"answers", "communication"},  # one ulp is within any tolerance
-    "first_parameter_only": {"answers", "communication"},  # the one-ulp change is never in the first parameter
-    "gather_parameters": {"communication"},  # right answers, the whole model on the wire
-    "only_rank0": {"answers", "agreement", "communication"},  # the ranks disagree
-    "sum_fingerprint": {"answers", "communication"},  # the swap keeps the sum
-}
 
 
 def driver():  # type: ignore[no-untyped-def]
@@ -80,12 +74,7 @@ def test_answers_are_read_as_bools() -> None:
     assert d.answer(1).startswith("not a bool") and d.answer(torch.tensor([1.0])).startswith("not a bool")
 
 
-def test_every_mutant_is_listed() -> None:
-    assert {f.stem for f in (LAB / "mutants").glob("*.py")} == set(LOSES)
-
-
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
-    v = one_grader.grade("param-sync", (LAB / "mutants" / f"{mutant}.py").read_text(), world_sizes=[3])
-    assert v.score < v.max_score
-    assert {c.id for c in v.checks if not c.passed} == LOSES[mutant], v.message
+@pytest.mark.parametrize("mutant", mutant_params("param-sync"))
+def test_mutant_loses_its_checks(one_grader, mutant: Mutant) -> None:
+    v = one_grader.grade("param-sync", mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from labs import precheck
+from labs import mutants, precheck
 from labs.spec import LabError, load_lab, load_labs, parse_spec
 
 from .conftest import labs_dir, solution
@@ -172,18 +173,23 @@ def test_ordinary_code_passes(name: str) -> None:
     assert precheck.check(HONEST[name], public_files=PUBLIC) == []
 
 
-def lab_code() -> list[tuple[str, Path]]:
+def lab_code() -> list[Any]:
+    """Each lab's reference, starter and mutants (the solution with each diff applied), as code."""
     return [
-        (lab.id, path)
+        pytest.param(lab.id, code, id=f"{lab.id}/{name}")
         for lab in load_labs(labs_dir()).values()
-        for path in [lab.solution_path, lab.folder / "starter.py", *lab.mutants]
+        for name, code in [
+            ("solution.py", lab.solution_path.read_text()),
+            ("starter.py", lab.starter),
+            *((m.label, m.code) for m in mutants.load(lab)),
+        ]
     ]
 
 
-@pytest.mark.parametrize(("lab_id", "path"), lab_code(), ids=[f"{i}/{p.name}" for i, p in lab_code()])
-def test_every_reference_mutant_and_starter_passes(lab_id: str, path: Path) -> None:
+@pytest.mark.parametrize(("lab_id", "code"), lab_code())
+def test_every_reference_mutant_and_starter_passes(lab_id: str, code: str) -> None:
     spec = load_lab(labs_dir() / lab_id).spec
-    found = precheck.check(path.read_text(), public_files=spec.public_files, allow=spec.precheck.allow)
+    found = precheck.check(code, public_files=spec.public_files, allow=spec.precheck.allow)
     assert found == [], [str(f) for f in found]
 
 

@@ -37,6 +37,8 @@ from labs.grader import Grader
 from labs.spec import DEFAULT_CONTENT
 from labs.verdict import Verdict
 
+from .mutant_cases import lab_mutants
+
 TAMPER = Path(__file__).resolve().parent / "tamper"
 SEED = 20_240_611  # the same inputs for an attack and the honest solution it imitates
 CONTAINED = ("failed", "runtime_error", "crashed", "time_limit", "deadlock", "memory_limit")
@@ -59,7 +61,7 @@ class UncheckedGrader(Grader):
 class Attack:
     lab: str
     name: str  # tests/labs/tamper/<lab>/<name>.py
-    honest: str  # what it imitates: the lab's "starter" or "mutants/<file>.py", or "honest_<file>.py" here
+    honest: str  # what it imitates: the lab's "starter" or "mutants/<file>.diff", or "honest_<file>.py" here
     world_sizes: tuple[int, ...]
     placed: str = "after"  # the tamper code goes "after" the honest code, "before" it (a script), or "alone"
     refused: bool = False  # the static pre-check refuses it (frames, gc, ctypes, the driver changed...)
@@ -82,6 +84,13 @@ def source(lab: str, what: str) -> str:
     """The lab's starter, solution or mutant; ``honest_*`` names an honest solution kept in this corpus
     (one its lab no longer ships as a mutant)."""
     folder = TAMPER / lab if what.startswith("honest_") else DEFAULT_CONTENT / lab
+    if what.startswith("mutants/"):
+        found = lab_mutants(lab).get(Path(what).stem)
+        if found is None:
+            pytest.fail(
+                f"{lab}: {what}, the honest solution this attack imitates, is gone: pick the one it imitates now"
+            )
+        return found.code
     path = folder / (what if what.endswith(".py") else f"{what}.py")
     if not path.is_file():
         pytest.fail(
@@ -92,41 +101,43 @@ def source(lab: str, what: str) -> str:
 
 ATTACKS = [
     # 1. The public driver rewritten in the rank, or state kept where the driver does not look.
-    Attack("zero-1", "driver_module_swapped", "mutants/full_state_every_rank.py", (2,), refused=True),
-    Attack("zero-1", "state_hidden_from_walker", "mutants/full_state_every_rank.py", (2,)),
-    Attack("activation-checkpointing", "driver_run_unmeasured", "mutants/no_checkpointing.py", (1,), refused=True),
-    Attack("activation-checkpointing", "dispatch_mode_escaped", "mutants/no_checkpointing.py", (1,)),
-    Attack("tiled-attention", "live_bytes_blinded", "mutants/full_matrix.py", (1,), refused=True),
-    Attack("tiled-attention", "numpy_matrix", "mutants/full_matrix.py", (1,), placed="alone"),
-    Attack("fsdp-wrapping", "probe_forged", "mutants/whole_model_everywhere.py", (2,), refused=True),
+    Attack("zero-1", "driver_module_swapped", "mutants/full_state_every_rank.diff", (2,), refused=True),
+    Attack("zero-1", "state_hidden_from_walker", "mutants/full_state_every_rank.diff", (2,)),
+    Attack("activation-checkpointing", "driver_run_unmeasured", "mutants/no_checkpointing.diff", (1,), refused=True),
+    Attack("activation-checkpointing", "dispatch_mode_escaped", "mutants/no_checkpointing.diff", (1,)),
+    Attack("tiled-attention", "live_bytes_blinded", "mutants/full_matrix.diff", (1,), refused=True),
+    Attack("tiled-attention", "numpy_matrix", "mutants/full_matrix.diff", (1,), placed="alone"),
+    Attack("fsdp-wrapping", "probe_forged", "mutants/whole_model_everywhere.diff", (2,), refused=True),
     Attack("pipeline-gpipe", "events_reordered", "honest_sequential_micro_batches.py", (2,)),
-    Attack("loss-scaling", "step_counter_bypassed", "mutants/steps_on_overflow.py", (2,)),
-    Attack("distributed-sampler", "passes_replayed", "mutants/generator_in_init.py", (2,), refused=True),
-    Attack("crash-resume", "steps_hidden_from_counter", "mutants/from_scratch.py", (2,), "before", refused=True),
-    Attack("ring-allreduce", "counters_unwrapped", "mutants/builtin_all_reduce.py", (3,), refused=True),
-    Attack("ring-allreduce", "builtin_through_functional_collectives", "mutants/builtin_all_reduce.py", (3,), "alone"),
+    Attack("loss-scaling", "step_counter_bypassed", "mutants/steps_on_overflow.diff", (2,)),
+    Attack("distributed-sampler", "passes_replayed", "mutants/generator_in_init.diff", (2,), refused=True),
+    Attack("crash-resume", "steps_hidden_from_counter", "mutants/from_scratch.diff", (2,), "before", refused=True),
+    Attack("ring-allreduce", "counters_unwrapped", "mutants/builtin_all_reduce.diff", (3,), refused=True),
+    Attack(
+        "ring-allreduce", "builtin_through_functional_collectives", "mutants/builtin_all_reduce.diff", (3,), "alone"
+    ),
     Attack("ddp-from-scratch", "driver_swapped_for_reference", "starter", (2,), refused=True),
     Attack("grad-accumulation", "driver_swapped_for_reference", "starter", (2,), refused=True),
     Attack("fsdp-mixed-precision", "driver_swapped_for_emulation", "starter", (2,), refused=True),
     # 3. The fault plan, or another rank's inputs, read in the rank.
-    Attack("crash-resume", "plan_from_optimizer_hooks", "mutants/in_place_save.py", (2,), "before"),
-    Attack("crash-resume", "plan_from_frames", "mutants/in_place_save.py", (2,), "before", refused=True),
-    Attack("loss-scaling", "plan_read_from_driver", "mutants/local_overflow.py", (2,), refused=True),
-    Attack("param-sync", "plan_read_from_driver", "mutants/allclose_fingerprint.py", (2,), refused=True),
-    Attack("debugging-tools", "plan_read_from_driver", "mutants/allclose_losses.py", (2,), refused=True),
+    Attack("crash-resume", "plan_from_optimizer_hooks", "mutants/in_place_save.diff", (2,), "before"),
+    Attack("crash-resume", "plan_from_frames", "mutants/in_place_save.diff", (2,), "before", refused=True),
+    Attack("loss-scaling", "plan_read_from_driver", "mutants/local_overflow.diff", (2,), refused=True),
+    Attack("param-sync", "plan_read_from_driver", "mutants/allclose_fingerprint.diff", (2,), refused=True),
+    Attack("debugging-tools", "plan_read_from_driver", "mutants/allclose_losses.diff", (2,), refused=True),
     # 4. Data exchanged where the wire is not counted; files that look right by their sizes.
-    Attack("ring-allreduce", "star_through_the_store", "mutants/through_rank_zero.py", (3,), "alone"),
-    Attack("ring-allreduce", "side_channels", "mutants/through_rank_zero.py", (3,)),
+    Attack("ring-allreduce", "star_through_the_store", "mutants/through_rank_zero.diff", (3,), "alone"),
+    Attack("ring-allreduce", "side_channels", "mutants/through_rank_zero.diff", (3,)),
     Attack("ring-allreduce", "zeros_around_the_ring", "starter", (3,), "alone"),
-    Attack("param-sync", "gathered_through_the_store", "mutants/gather_parameters.py", (2,), "alone"),
-    Attack("checkpoint-resharding", "files_split_by_size", "mutants/rank0_torch_save.py", (4, 2)),
-    Attack("overlap-ddp", "one_bucket_cut_in_k", "mutants/cap_ignored.py", (2,)),
+    Attack("param-sync", "gathered_through_the_store", "mutants/gather_parameters.diff", (2,), "alone"),
+    Attack("checkpoint-resharding", "files_split_by_size", "mutants/rank0_torch_save.diff", (4, 2)),
+    Attack("overlap-ddp", "one_bucket_cut_in_k", "mutants/cap_ignored.diff", (2,)),
     # 5. Resources.
-    Attack("ring-allreduce", "fork_bomb_beside", "mutants/averages.py", (2,), time_limit_s=4),
-    Attack("ring-allreduce", "shared_memory_bomb", "mutants/averages.py", (2,), says="memory limit"),
-    Attack("ring-allreduce", "keyring", "mutants/averages.py", (2,), refused=True, says="SIGSYS"),
+    Attack("ring-allreduce", "fork_bomb_beside", "mutants/averages.diff", (2,), time_limit_s=4),
+    Attack("ring-allreduce", "shared_memory_bomb", "mutants/averages.diff", (2,), says="memory limit"),
+    Attack("ring-allreduce", "keyring", "mutants/averages.diff", (2,), refused=True, says="SIGSYS"),
     Attack("collectives-p2p", "huge_result", "starter", (2,), "alone"),
-    Attack("checkpoint-resharding", "inode_flood", "mutants/rank0_torch_save.py", (4, 2)),
+    Attack("checkpoint-resharding", "inode_flood", "mutants/rank0_torch_save.diff", (4, 2)),
 ]
 
 

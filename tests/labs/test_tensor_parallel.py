@@ -3,8 +3,8 @@
 Runs the lab's public driver in forked ranks (no sandbox; ``tp_ranks``) on the lab's own cases,
 compares each rank's result with the case's expected one and judges the kernel's byte counts with
 ``checks.wire_verdict``, so the driver, the reference and the wire bounds are checked apart from
-the sandbox, and each mutant is shown to lose exactly the checks it should (``ringlab lab test``
-only asks that it lose points).
+the sandbox, and each mutant is shown to lose exactly the checks it should (its header's,
+as ``ringlab lab test`` checks them in the sandbox).
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import pytest
 import torch
 
 from labs import trees
+from labs.mutants import Mutant
 from labs.spec import DEFAULT_CONTENT, load_lab
 
 from . import tp_ranks
+from .mutant_cases import assert_lost, mutant_params
 
 LAB = DEFAULT_CONTENT / "tensor-parallel"
 # Which checks of lab.yaml each result key feeds, as the cases' ``parts`` say.
@@ -28,17 +30,6 @@ PARTS = {
     "weight-gradients": ("grads",),
 }
 FEEDBACK = {"sharding"}  # read from the rank's own objects: shown, never scored
-# A measured call whose results are wrong loses its bytes too: they count only for a call that computed right.
-LOSES = {
-    "autograd_all_reduce": {"input-gradient", "weight-gradients", "communication"},
-    "column_splits_inputs": {"forward", "sharding", "input-gradient", "weight-gradients", "communication"},
-    # The full-shaped weight holds NaN outside this rank's chunk: its backward spreads them into x's gradient.
-    "full_column_weight": {"sharding", "input-gradient", "weight-gradients", "communication"},
-    "gathers_weight": {"communication"},
-    "no_backward_all_reduce": {"input-gradient", "communication"},
-    "row_bias_on_every_rank": {"forward", "communication"},
-    "strided_shards": {"forward", "sharding", "input-gradient", "weight-gradients", "communication"},
-}
 
 
 @pytest.fixture(scope="module")
@@ -79,13 +70,11 @@ def test_reference_passes_every_check(lab: tuple[Any, Any], world_size: int) -> 
     assert lost_checks(checks, code, world_size, seed=1000 + world_size) == set()
 
 
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(lab: tuple[Any, Any], mutant: str) -> None:
+@pytest.mark.parametrize("mutant", mutant_params("tensor-parallel"))
+def test_mutant_loses_its_checks(lab: tuple[Any, Any], mutant: Mutant) -> None:
     checks, _ = lab
-    code = (LAB / "mutants" / f"{mutant}.py").read_text()
-    assert code.startswith("# "), "a mutant's first line says what is wrong"
-    assert lost_checks(checks, code, 3, seed=77) == LOSES[mutant]
-    assert LOSES[mutant] - FEEDBACK, "every mutant loses points on a check judged outside the ranks"
+    assert_lost(lost_checks(checks, mutant.code, 3, seed=77), mutant)
+    assert mutant.loses - FEEDBACK, "every mutant loses points on a check judged outside the ranks"
 
 
 def test_what_a_layer_keeps_earns_no_points() -> None:
@@ -117,10 +106,6 @@ def test_the_driver_pads_a_chunk_with_nan(lab: tuple[Any, Any]) -> None:
         assert got.shape == full.shape and torch.equal(got.chunk(3, dim=1)[r], mine)
         assert int(got.isnan().sum()) == full.numel() - mine.numel()
     assert driver.padded(None, 0, 6, 3, 0) is None
-
-
-def test_every_mutant_is_listed() -> None:
-    assert {p.stem for p in (LAB / "mutants").glob("*.py")} == set(LOSES)
 
 
 def test_wire_bounds_on_counts(lab: tuple[Any, Any]) -> None:

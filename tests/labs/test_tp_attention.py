@@ -3,7 +3,7 @@
 Runs the lab's public driver in forked ranks (no sandbox; ``tp_ranks``), compares each rank's
 result with ``checks.expected`` and judges the kernel's byte counts with ``checks.wire_verdict``,
 so the driver, the reference and the wire bounds are checked apart from the sandbox, and each
-mutant is shown to lose exactly the checks it should (``ringlab lab test`` only asks that it lose points).
+mutant is shown to lose exactly the checks it should (its header's, as ``ringlab lab test`` checks them).
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import pytest
 import torch
 
 from labs import trees
+from labs.mutants import Mutant
 from labs.spec import DEFAULT_CONTENT
 
 from . import tp_ranks
+from .mutant_cases import assert_lost, mutant_params
 
 LAB = DEFAULT_CONTENT / "tp-attention"
 # Which checks of lab.yaml each result key feeds, as the cases' ``parts`` say.
@@ -27,16 +29,6 @@ PARTS = {
     "weight-gradients": ("grads",),
 }
 FEEDBACK = {"sharding"}  # read from the rank's own object: shown, never scored
-# A measured call whose results are wrong loses its bytes too: they count only for a call that computed right.
-LOSES = {
-    # It multiplies the whole output weight, whose other ranks' columns are NaN here: the output is NaN.
-    "all_gathers_heads": {"forward", "sharding", "weight-gradients", "communication"},
-    "autograd_all_reduce": {"input-gradient", "weight-gradients", "communication"},
-    "no_backward_all_reduce": {"input-gradient", "communication"},
-    "out_bias_on_every_rank": {"forward", "communication"},
-    "per_head_interleaved_qkv": {"forward", "sharding", "input-gradient", "weight-gradients", "communication"},
-    "softmax_scale_local_dim": {"forward", "input-gradient", "weight-gradients", "communication"},
-}
 
 # Correct, and written differently from solution.py: heads picked with index_select, one
 # scaled_dot_product_attention per head, a gradient hook instead of f, and a detached
@@ -164,17 +156,11 @@ def test_a_differently_written_solution_passes_every_check(lab: tuple[Any, Any],
     assert lost_checks(checks, ALTERNATIVE, world_size, seed=31 + world_size) == set()
 
 
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(lab: tuple[Any, Any], mutant: str) -> None:
+@pytest.mark.parametrize("mutant", mutant_params("tp-attention"))
+def test_mutant_loses_its_checks(lab: tuple[Any, Any], mutant: Mutant) -> None:
     checks, _ = lab
-    code = (LAB / "mutants" / f"{mutant}.py").read_text()
-    assert code.startswith("# "), "a mutant's first line says what is wrong"
-    assert lost_checks(checks, code, 3, seed=77) == LOSES[mutant]
-    assert LOSES[mutant] - FEEDBACK, "every mutant loses points on a check judged outside the ranks"
-
-
-def test_every_mutant_is_listed() -> None:
-    assert {p.stem for p in (LAB / "mutants").glob("*.py")} == set(LOSES)
+    assert_lost(lost_checks(checks, mutant.code, 3, seed=77), mutant)
+    assert mutant.loses - FEEDBACK, "every mutant loses points on a check judged outside the ranks"
 
 
 def test_wire_bounds_on_counts(lab: tuple[Any, Any]) -> None:

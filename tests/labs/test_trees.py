@@ -15,7 +15,8 @@ def test_first_difference_is_named_by_its_path_with_six_digits() -> None:
     assert trees.compare(expected, got) is None
     got["params"]["0.weight"][1, 2] = 0.123456789
     found = trees.compare(expected, got)
-    assert str(found) == 'params["0.weight"][1, 2] is 0.123457, expected 0 (1 of 6 elements differ)'
+    # Six digits tell these two apart; the absolute error follows (no relative one beside an expected 0).
+    assert str(found) == 'params["0.weight"][1, 2] is 0.123457, expected 0 (off by 0.12; 1 of 6 elements differ)'
 
 
 def test_tolerance_by_longest_path_prefix_then_dtype() -> None:

@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import pytest
 
+from labs.mutants import Mutant
+
 from .conftest import labs_dir
+from .mutant_cases import assert_loses, mutant_params, sizes
+from .mutant_cases import mutant as lab_mutant
 
 LAB = "zero-1"
 WORLD_SIZES = [2]  # the training; the memory case always runs on MEMORY_WORLD_SIZE ranks of its own
-VALUES = {"first-step", "parameters", "sharded-state", "zero-grad"}
-LOSES = {
-    "full_state_every_rank": {"sharded-state"},
-    "l2_weight_decay": VALUES,
-    "no_all_gather": VALUES | {"ranks-identical"},
-    "no_bias_correction": VALUES,
-    # Balanced by whole parameters: rank 0 holds the moments of every layer's weight.
-    "whole_parameters_round_robin": {"sharded-state"},
-    # The stale gradients of other ranks' slices go into the all-reduce, so the steps are wrong too.
-    "zero_grad_own_slice": {"parameters", "sharded-state", "zero-grad"},
-}
 
 # Correct, written differently from solution.py: the parameters become views of one flat buffer, so
 # the all-gather writes straight into them, and the moments are updated with lerp_.
@@ -145,20 +138,13 @@ class ZeroAdamW(_Full):
 
 
 def _code(name: str) -> str:
-    return (labs_dir() / LAB / "mutants" / f"{name}.py").read_text()
+    return lab_mutant(LAB, name).code
 
 
-def test_every_mutant_is_listed_and_says_what_is_wrong() -> None:
-    files = sorted((labs_dir() / LAB / "mutants").glob("*.py"))
-    assert {f.stem for f in files} == set(LOSES)
-    assert all(f.read_text().startswith("# ") for f in files)
-
-
-@pytest.mark.parametrize("mutant", sorted(LOSES))
-def test_mutant_loses_its_checks(one_grader, mutant: str) -> None:
-    v = one_grader.grade(LAB, _code(mutant), world_sizes=WORLD_SIZES)
-    lost = {c.id for c in v.checks if c.score < c.points}
-    assert lost == LOSES[mutant], [(c.id, c.message) for c in v.checks]
+@pytest.mark.parametrize("mutant", mutant_params(LAB))
+def test_mutant_loses_its_checks(one_grader, mutant: Mutant) -> None:
+    v = one_grader.grade(LAB, mutant.code, world_sizes=sizes(mutant))
+    assert_loses(v, mutant)
 
 
 def test_full_state_is_seen_in_the_kernels_count(one_grader) -> None:

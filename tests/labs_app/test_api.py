@@ -69,7 +69,7 @@ def test_lab_detail_names_its_public_files_and_each_one_is_served(client: TestCl
     assert body["public_files"] == with_files.spec.public_files
     for name in body["public_files"]:
         served = client.get(f"/labs/{with_files.spec.id}/public/{name}")
-        assert served.status_code == 200 and served.text == (with_files.folder / name).read_text()
+        assert served.status_code == 200 and served.text == with_files.public_path(name).read_text()
     # Trusted files are never listed, so a client fetching "every public file" never asks for them.
     for lab in labs.values():
         listed = client.get(f"/api/v1/labs/{lab.spec.id}").json()["public_files"]

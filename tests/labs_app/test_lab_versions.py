@@ -57,7 +57,9 @@ def test_each_submission_is_graded_against_its_own_lab_version(
 
     # Version 2, synced before any worker looks: a renamed check, and checks that cannot even be imported.
     (lab / "lab.yaml").write_text((lab / "lab.yaml").read_text().replace("all_reduce sums in place", "Renamed"))
-    (lab / "checks.py").write_text("raise RuntimeError('the checks of version 2 are broken')\n")
+    # It keeps the checks contract (the content check reads it), and raises once imported.
+    checks = (lab / "checks.py").read_text()
+    (lab / "checks.py").write_text(checks + "\nraise RuntimeError('the checks of version 2 are broken')\n")
     sync_directory(root, live_factory)
     on_v2 = submit(live_factory, lab_id, solution("collectives-p2p"))
     other = submit(live_factory, "collectives-p2p", solution("collectives-p2p"))

@@ -105,12 +105,15 @@ def _runs(facts: Facts) -> list[tuple[int, dict[str, Any] | None, str | None]]:
     return out
 
 
+_UNIT = "results, one per segment count on one rank,"  # "all 4 results, one per segment count on one rank, equal ..."
+
+
 def output(facts: Facts) -> Outcome:
     hint = (
         " The stack's output must be exactly what running the blocks one after the other gives, with the same"
         " dropout masks: run every block once, in order, and do not draw random numbers of your own."
     )
-    return training.judge(facts, "output", hint, success="the plain forward's output")
+    return training.judge(facts, "output", hint, success="the plain forward's output", unit=_UNIT)
 
 
 def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
@@ -140,7 +143,7 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
 
 
 def gradients(facts: Facts) -> Outcome:
-    return training.judge(facts, "gradients", _gradient_hint, success="plain backpropagation's gradients")
+    return training.judge(facts, "gradients", _gradient_hint, success="plain backpropagation's gradients", unit=_UNIT)
 
 
 def _expected_recompute(k: int) -> tuple[list[int], list[int]]:

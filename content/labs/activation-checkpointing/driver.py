@@ -22,12 +22,12 @@ checkpointing of each ``k``. Use it yourself to see your own peak of live bytes
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import math
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from heap import release_freed_buffers
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # Every block call appends (phase, block index): "forward" while your function runs,
@@ -138,19 +138,6 @@ class LiveBytes(TorchDispatchMode):
         for ref, _ in self.live.values():
             torch.UntypedStorage._free_weak_ref(ref)
         self.live.clear()
-
-
-def release_freed_buffers() -> None:
-    """Buffers of 64 KiB and more come straight from the kernel and go back to it when freed.
-
-    glibc's malloc otherwise keeps freed buffers of up to 32 MiB in its heap for reuse, and raises
-    that size as the process frees larger ones: the memory a process holds then depends on the
-    order of its allocations, not only on what it keeps alive. Fixing the thresholds
-    (``mallopt``) makes the kernel's count follow the tensors that are alive.
-    """
-    libc = ctypes.CDLL(None)
-    libc.mallopt(-3, 64 << 10)  # M_MMAP_THRESHOLD
-    libc.mallopt(-1, 128 << 10)  # M_TRIM_THRESHOLD
 
 
 def run(forward: Any, inputs: dict[str, Any], segments: int, measure: bool = True) -> dict[str, Any]:

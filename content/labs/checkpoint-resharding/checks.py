@@ -7,6 +7,7 @@ sandbox, on this lab's own copy of the public driver.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import torch
@@ -15,7 +16,7 @@ from labs import (
     scan,  # tensors found by value in the files' bytes
     training,
 )
-from labs.judge import Case, Facts, Outcome, Phase, case_failure, result
+from labs.judge import UNJUDGED, Case, Facts, Outcome, Phase, case_failure, result
 from labs.public import load_public
 
 DIMS = [32, 128, 128, 8]  # 21,768 float64 parameters: 170 KiB, 510 KiB with AdamW's two moments
@@ -49,7 +50,7 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
         rows = [dict(inputs) for _ in range(load_on)]
         want = {"prepared": True} if driver == "prepare" else {"loaded": True}
         # Judged by no check of their own: a load_checkpoint that raised is reported by every check after it.
-        return Case("load", "load_checkpoint", label, rows, [want] * load_on, driver=driver, measure=driver == "load")
+        return Case(UNJUDGED, "load_checkpoint", label, rows, [want] * load_on, driver=driver, measure=driver == "load")
 
     prepare = loading("prepare", f"the MLP with other weights sharded on {load_on} ranks, a fresh AdamW")
     load = loading("load", f"load_checkpoint on {load_on} ranks")
@@ -62,6 +63,7 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
         expected=[{"params": expected["params"], "optimizer": expected["optimizer"]} for _ in range(load_on)],
         parts={"parameters": ["params"], "optimizer-state": ["optimizer"]},
         tolerance={"params": TOLERANCE, "optimizer": TOLERANCE},
+        missing="missing",  # what driver.held puts where AdamW holds no moment for a parameter
     )
     resume = Case(
         check="resumed-step",
@@ -184,28 +186,53 @@ def _and(items: list[int]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
-def _optimizer_hint(g: Any, i: int, case: Case, r: int) -> str:
-    got = result(g, i, r) or {}
-    moments = got.get("optimizer") if isinstance(got, dict) else None
-    if isinstance(moments, dict):
-        states = [m for m in moments.values() if isinstance(m, dict)]
-        if any("missing" in m.values() for m in states):
-            return (
-                "AdamW holds no state for some parameters after load_checkpoint: save the optimizer's state with the"
-                " model's (get_state_dict(model, optimizer)) and load it into a state dict that already has every"
-                " moment (a fresh optimizer's own state_dict() has none; get_state_dict initialises them), then"
-                " set_state_dict."
-            )
-        steps = {float(m["step"]) for m in states if isinstance(m.get("step"), torch.Tensor)}
-        if steps and steps != {float(STEPS)}:
-            return (
-                f"AdamW's step count is {sorted(steps)} after the load, not {STEPS}: it sets the bias correction"
-                " 1 - beta^t of the next step, so it must be restored with the moments."
-            )
-    return (
-        "Restore AdamW's state for the 2-rank sharding: both moments and the step count of every parameter,"
-        " as saved by 4 ranks."
-    )
+def moments_saved(facts: Facts) -> bool:
+    """Some of AdamW's moments are in the files the save phase left (found by value, never loaded)."""
+    groups = [g for g in facts.groups if g.phase == "save"]
+    state = saved_state(facts)
+    if not groups or state is None:
+        return False
+    files = {path: data for path, data in groups[0].files.items() if path.startswith(f"{CHECKPOINT}/")}
+    n = groups[0].world_size
+    moments: dict[Hashable, torch.Tensor] = {
+        (label, r): t.chunk(n)[r] for label, t in state.items() if label.startswith("AdamW") for r in range(n)
+    }
+    return any(scan.locate(files, moments, *TOLERANCE).values())
+
+
+def _optimizer_hint(facts: Facts) -> training.Hint:
+    def hint(g: Any, i: int, case: Case, r: int) -> str:
+        got = result(g, i, r) or {}
+        moments = got.get("optimizer") if isinstance(got, dict) else None
+        if isinstance(moments, dict):
+            states = [m for m in moments.values() if isinstance(m, dict)]
+            if any(case.missing in m.values() for m in states):
+                return _NOT_LOADED if moments_saved(facts) else _NEVER_SAVED
+            steps = {float(m["step"]) for m in states if isinstance(m.get("step"), torch.Tensor)}
+            if steps and steps != {float(STEPS)}:
+                return (
+                    f"AdamW's step count is {sorted(steps)} after the load, not {STEPS}: it sets the bias correction"
+                    " 1 - beta^t of the next step, so it must be restored with the moments."
+                )
+        return (
+            "Restore AdamW's state for the 2-rank sharding: both moments and the step count of every parameter,"
+            " as saved by 4 ranks."
+        )
+
+    return hint
+
+
+# AdamW holds no moments after the load: were they in the checkpoint (found by value in the save phase's files)?
+_NOT_LOADED = (
+    "AdamW's moments were saved (the checkpoint's files hold them) but not loaded: AdamW holds no state for some"
+    " parameters after load_checkpoint. Load into a state dict that already has every moment (a fresh optimizer's"
+    " own state_dict() has none; get_state_dict initialises them), then set_state_dict."
+)
+_NEVER_SAVED = (
+    "AdamW's moments were never saved (the checkpoint's files hold none of them), so AdamW holds no state for some"
+    " parameters after load_checkpoint: save the optimizer's state with the model's (get_state_dict(model,"
+    " optimizer)) and load it back with set_state_dict."
+)
 
 
 def _parameters_hint(g: Any, i: int, case: Case, r: int) -> str:
@@ -243,19 +270,19 @@ def load_failure(facts: Facts) -> str | None:
     return None
 
 
-def _judge(check: str, hint: training.Hint) -> Any:
+def _judge(check: str, hint: Callable[[Facts], training.Hint]) -> Any:
     def rule(facts: Facts) -> Outcome:
         failed = load_failure(facts)
         if failed:
             return Outcome(False, f"{failed}. Nothing was loaded, so the model and AdamW kept their fresh state.")
-        return training.judge(facts, check, hint, success="uninterrupted single-process training")
+        return training.judge(facts, check, hint(facts), success="uninterrupted single-process training")
 
     return rule
 
 
 RULES = {
     "sharded-save": sharded_save,
-    "parameters": _judge("parameters", _parameters_hint),
+    "parameters": _judge("parameters", lambda facts: _parameters_hint),
     "optimizer-state": _judge("optimizer-state", _optimizer_hint),
-    "resumed-step": _judge("resumed-step", _resumed_hint),
+    "resumed-step": _judge("resumed-step", lambda facts: _resumed_hint),
 }

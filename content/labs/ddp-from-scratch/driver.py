@@ -12,31 +12,11 @@ single-process training on the whole global batch (every rank's shard, in rank o
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import torch
-
-
-def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
-    """The float64 MLP ``Linear, Tanh, Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
-        bound = fan_in**-0.5
-        with torch.no_grad():
-            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-        layers.append(linear)
-        if i < len(dims) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
-
-
-def loss_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean squared error, averaged over every element of this (shard of the) batch."""
-    return ((model(x) - y) ** 2).mean()
+from data_parallel import gradients, whole_batch
+from mlp import build_model, loss_fn
 
 
 def sgd_step(model: torch.nn.Module, lr: float, weight_decay: float) -> None:
@@ -66,19 +46,11 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         loss.backward()
         submission.sync_gradients(model)
         if step == 0:
-            first = {
-                name: (p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan")))
-                for name, p in model.named_parameters()
-            }
+            first = gradients(model)
         sgd_step(model, float(inputs["lr"]), float(inputs["weight_decay"]))
         losses.append(float(loss.detach()))
     params = {name: p.detach().clone() for name, p in model.named_parameters()}
     return {"grads": first, "params": params, "losses": torch.tensor(losses, dtype=torch.float64)}
-
-
-def whole_batch(per_rank: list[dict[str, Any]], step: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Step ``step``'s global batch: every rank's shard of it, in rank order."""
-    return torch.cat([i["x"][step] for i in per_rank]), torch.cat([i["y"][step] for i in per_rank])
 
 
 def reference(per_rank: list[dict[str, Any]]) -> dict[str, Any]:

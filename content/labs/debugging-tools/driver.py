@@ -16,50 +16,16 @@ Not secret: read it to see exactly what the grader does. Three kinds of call:
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from typing import Any
 
 import torch
 import torch.distributed as dist
+from data_parallel import gradients, shard
+from mlp import build_model, loss_fn, make_batch
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
-
-
-def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
-    """The float64 MLP ``Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
-        bound = fan_in**-0.5
-        with torch.no_grad():
-            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-        layers.append(linear)
-        if i < len(dims) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
-
-
-def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The global batch ``(x, y)`` drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
-    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
-    return x, y
-
-
-def loss_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean squared error over every element of the (shard of the) batch."""
-    return ((model(x) - y) ** 2).mean()
-
-
-def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s equal, contiguous slice of the global batch."""
-    per = t.shape[0] // world_size
-    return t[rank * per : (rank + 1) * per]
 
 
 def as_norms(value: Any) -> torch.Tensor | str:
@@ -86,11 +52,7 @@ def norms(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     x, y = make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
     loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size)).backward()
     got = as_norms(submission.gradient_norms(model))
-    grads = {
-        name: (p.grad.detach().clone() if p.grad is not None else torch.full_like(p, math.nan))
-        for name, p in model.named_parameters()
-    }
-    return {"norms": got, "grads": grads}
+    return {"norms": got, "grads": gradients(model)}
 
 
 def answer(value: Any) -> bool | str:

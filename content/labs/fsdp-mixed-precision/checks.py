@@ -305,20 +305,33 @@ def _step_right(g: Any, i: int) -> bool:
 
 
 def _likely(sent: float, inputs: dict[str, Any], world_size: int) -> str:
-    """The mistake whose byte count is nearest to what was sent."""
+    """What the bytes show, by the pattern whose count is nearest to what was sent, and what could cause it.
+
+    Bytes tell element sizes and how often parameters were gathered, never a dtype (bfloat16 and
+    float16 are both 2 bytes) nor how the units were made: the causes are offered as possibilities.
+    """
     gather, reduce = expected_bytes(inputs, world_size)
     root_only = expected_bytes(inputs, world_size, blocks_are_units=False)[0]
-    mistakes = {
-        "Parameters gathered in float32 send twice the all-gather bytes: set param_dtype=torch.bfloat16": (
-            2 * gather + reduce
+    patterns = {
+        "parameters gathered in 4-byte elements, twice the all-gather bytes of 2-byte ones (possibly"
+        " param_dtype left at float32, on some units or all: set param_dtype=torch.bfloat16)": 2 * gather + reduce,
+        "gradients reduced in 2-byte elements, half the reduce-scatter bytes of float32 ones (possibly reduced in"
+        " bfloat16 or float16: set reduce_dtype=torch.float32)": gather + reduce / 2,
+        "every parameter gathered once and never again for the backward (possibly no block is a unit of its own:"
+        " fully_shard every block before the root; or the blocks' units are not resharded after their forward)": (
+            root_only + reduce
         ),
-        "Gradients reduced in bfloat16 send half the reduce-scatter bytes: set reduce_dtype=torch.float32": (
-            gather + reduce / 2
-        ),
-        "Without a unit per block, the root gathers everything once and never again for the backward:"
-        " fully_shard every block before the root": root_only + reduce,
     }
-    return min(mistakes, key=lambda m: abs(mistakes[m] - sent))
+    theory = gather + reduce
+    # Only the patterns on the side the bytes are on: more bytes are never explained by a pattern of fewer.
+    side = [m for m, b in patterns.items() if (b > theory) == (sent > theory)]
+    if not side:
+        return "These bytes match no single known mistake."
+    nearest = min(side, key=lambda m: abs(patterns[m] - sent))
+    text = f"These bytes are nearest to the pattern of {nearest}: {round(patterns[nearest]):,} bytes per rank."
+    if sent > theory:
+        text += " More units than one per block would also send more: each is gathered again for the backward."
+    return text
 
 
 def expected_bytes(inputs: dict[str, Any], world_size: int, *, blocks_are_units: bool = True) -> tuple[float, float]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from dtensors import gather_full, local, row_shard
 from torch import nn
 
 
@@ -91,56 +92,6 @@ def build_optimizer(params: list[torch.Tensor], inputs: dict[str, Any]) -> torch
     return torch.optim.AdamW(params, lr=float(inputs["lr"]), weight_decay=float(inputs["weight_decay"]), foreach=False)
 
 
-def _is_dtensor(p: torch.Tensor) -> bool:
-    from torch.distributed.tensor import DTensor
-
-    return isinstance(p, DTensor)
-
-
-def local(p: torch.Tensor) -> torch.Tensor:
-    """This rank's own piece of a parameter or gradient: a ``DTensor``'s local shard, else the tensor itself.
-
-    The optimizer updates the local shards in place (AdamW works element by element); running it
-    on the ``DTensor`` parameters gives the same numbers but costs most of a second per new process.
-    """
-    return p.to_local() if _is_dtensor(p) else p
-
-
-def _piece(t: torch.Tensor) -> tuple[torch.Tensor, torch.Size | None]:
-    """(this rank's rows, the full shape) of a DTensor sharded by rows over every rank; else (a copy, None)."""
-    from torch.distributed.tensor import Shard
-
-    if _is_dtensor(t):
-        if tuple(t.placements) == (Shard(0),) and t.device_mesh.size() == dist.get_world_size() and t.dim():
-            return t.to_local().detach().clone(), t.shape
-        return t.full_tensor().detach().clone(), None
-    return t.detach().clone(), None
-
-
-def _gather_full(pieces: dict[str, tuple[torch.Tensor, torch.Size | None]]) -> dict[str, torch.Tensor]:
-    """Every tensor in full: the row shards all in one all-gather (each dtype apart), the rest as they are."""
-    world_size = dist.get_world_size()
-    out = {n: t for n, (t, shape) in pieces.items() if shape is None}
-    for dtype in sorted({t.dtype for t, shape in pieces.values() if shape is not None}, key=str):
-        sharded = {n: (t, s) for n, (t, s) in pieces.items() if s is not None and t.dtype == dtype}
-        flat = []
-        for t, shape in sharded.values():
-            padded = t.new_zeros((-(-shape[0] // world_size), *shape[1:]))
-            padded[: t.shape[0]] = t
-            flat.append(padded.reshape(-1))
-        mine = torch.cat(flat)
-        gathered = mine.new_empty(world_size * mine.numel())
-        dist.all_gather_single(gathered, mine)
-        per_rank = gathered.view(world_size, -1)
-        offset = 0
-        for (n, (_, shape)), piece in zip(sharded.items(), flat, strict=True):
-            rows = -(-shape[0] // world_size)
-            whole = per_rank[:, offset : offset + piece.numel()].reshape(world_size * rows, *shape[1:])
-            out[n] = whole[: shape[0]].clone()
-            offset += piece.numel()
-    return {n: out[n] for n in pieces}
-
-
 class _Run:
     """One rank's training, kept from ``step`` to ``finish``."""
 
@@ -172,14 +123,14 @@ class _Run:
         loss = loss_fn(out, y)
         loss.backward()
         info = {"output_dtype": str(out.dtype), **seen}
-        for (name, p), piece in zip(self.named, self.shards, strict=True):
+        for (name, p), shard in zip(self.named, self.shards, strict=True):
             grad = p.grad
-            piece.grad = None if grad is None else local(grad)
+            shard.grad = None if grad is None else local(grad)
             if self.steps == 0:
                 info.setdefault("grad_dtype", str(grad.dtype) if grad is not None else "None")
                 info.setdefault("master_dtype", str(p.dtype))
                 missing = (torch.full(p.shape, torch.nan), None)
-                self.first[f"grads/{name}"] = _piece(grad) if grad is not None else missing
+                self.first[f"grads/{name}"] = row_shard(grad) if grad is not None else missing
         self.optimizer.step()
         self.losses.append(loss.detach().float().clone())
         self.steps += 1
@@ -206,7 +157,7 @@ def finish(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("the first training step failed (the forward check says why), so training stopped")
     while run.steps < int(inputs["steps"]):
         run.step()
-    full = _gather_full(run.first | {f"params/{name}": _piece(p) for name, p in run.named})
+    full = gather_full(run.first | {f"params/{name}": row_shard(p) for name, p in run.named})
     return {
         "grads": {name: full[f"grads/{name}"] for name, _ in run.named},
         "params": {name: full[f"params/{name}"] for name, _ in run.named},

@@ -78,14 +78,16 @@ def peak_bytes(model: nn.Module, strategy: str) -> int:
     return sizes[ROOT] + max(inner, default=0)
 
 
-def gathered_bytes(model: nn.Module, strategy: str) -> int:
+def gathered_bytes(model: nn.Module, strategy: str, *, root_resharded: bool = False) -> int:
     """Bytes all-gathered (the full size of each unit) in one forward and backward.
 
-    The root is gathered once (it is not resharded after the forward); every inner unit is
-    resharded after its forward and gathered again for its backward.
+    With fully_shard's default (``reshard_after_forward=None`` in torch 2.13) the root is gathered
+    once: it keeps its parameters from the forward to the backward. Every inner unit is resharded
+    after its forward and gathered again for its backward. ``root_resharded``: the root was wrapped
+    with ``reshard_after_forward=True``, which is as right, and gathers it again too.
     """
     sizes = unit_bytes(model, strategy)
-    return sizes[ROOT] + 2 * sum(b for u, b in sizes.items() if u != ROOT)
+    return sizes[ROOT] * (2 if root_resharded else 1) + 2 * sum(b for u, b in sizes.items() if u != ROOT)
 
 
 def expected_probe(model: nn.Module, strategy: str, world_size: int) -> dict[str, Any]:
@@ -355,13 +357,15 @@ def _peak_advice(strategy: str) -> str:
     if strategy == "per-layer":
         return (
             " Per-layer wrapping holds one Linear whole at a time (two while the backward prefetches the next):"
-            " call fully_shard on every nn.Linear, embed and head included, keep reshard_after_forward=True"
-            " (fully_shard's default) so that each is resharded after its forward, then fully_shard(model)"
+            " call fully_shard on every nn.Linear, embed and head included, so that each is resharded after its"
+            " forward (fully_shard's default, None in torch 2.13, does that for every unit but the root; passing"
+            " reshard_after_forward=True does it too), then fully_shard(model)"
         )
     return (
         " Per-block wrapping holds one block whole at a time (two while the backward prefetches the next) besides"
         " the root's embed, norm and head: call fully_shard on each element of model.blocks, one call per block,"
-        " with reshard_after_forward=True (the default), then fully_shard(model)"
+        " resharded after its forward (the default for every unit but the root, or reshard_after_forward=True),"
+        " then fully_shard(model)"
     )
 
 
@@ -400,14 +404,29 @@ def all_gather(facts: Facts) -> Outcome:
         if wire is None:
             problems.append(f"{strategy}, world size {n}: the probe did not finish, so its bytes were not counted")
             continue
+        # A rank whose probe raised (no result) sent what it had by then: those bytes tell nothing.
+        failed = next(((r, case_failure(g, i, r)) for r in range(n) if result(g, i, r) is None), None)
+        if failed:
+            problems.append(
+                f"{strategy}, world size {n}: the probe failed on rank {failed[0]} ({failed[1]}), so its bytes say"
+                " nothing about the wrapping"
+            )
+            continue
         model = DRIVER.build_model(0, case.inputs[0]["dims"])
         gathered = gathered_bytes(model, strategy)
         theory = (n - 1) * gathered / n
+        # The root wrapped with reshard_after_forward=True is gathered again for the backward: as right.
+        again = (n - 1) * gathered_bytes(model, strategy, root_resharded=True) / n
         sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
-        high, low = HIGH * theory + FRAMING, LOW * theory
-        over = [(r, s) for r, s in enumerate(sent) if s > high]
-        under = [(r, s) for r, s in enumerate(sent) if s < low]
+
+        def right(s: int, theory: float = theory, again: float = again) -> bool:
+            return any(LOW * t <= s <= HIGH * t + FRAMING for t in (theory, again))
+
+        over = [(r, s) for r, s in enumerate(sent) if not right(s) and s > theory]
+        under = [(r, s) for r, s in enumerate(sent) if not right(s) and s < theory]
         one = f"gathering {gathered:,} bytes of parameters sends (N-1)/N x that = {round(theory):,} bytes per rank"
+        if again > theory * HIGH:
+            one += f" ({round(again):,} with the root resharded after its forward too)"
         if over:
             r, s = over[0]
             problems.append(
@@ -452,17 +471,26 @@ def _trains_right(g: Any, strategy: str) -> bool:
 
 
 def _gather_advice(strategy: str, sent: float, theory: float) -> str:
+    """What the bytes show, with the causes that could give them offered as possibilities (bytes cannot tell)."""
     if strategy == "whole-model":
         return (
-            "Whole-model wrapping gathers every parameter once, in the forward, and keeps them for the backward:"
-            " one fully_shard(model)"
+            "Whole-model wrapping gathers every parameter in the forward, and keeps them for the backward by"
+            " default: one fully_shard(model)."
+            + (" Fewer bytes means some parameters were never gathered." if sent < theory else "")
+            + (" More bytes could come from inner units as well as the root." if sent > theory else "")
         )
     if sent < theory:
         return (
-            "The inner units must be resharded after their forward and gathered again for their backward"
-            " (reshard_after_forward=True, the default), and each must be a unit of its own"
+            "Fewer bytes than this strategy's units need: some parameters were gathered fewer times than expected."
+            " Possible causes: inner units not resharded after their forward, so not gathered again for their"
+            " backward (reshard_after_forward=False; leave fully_shard's default), or fewer units than the"
+            " strategy names (several of its modules in one unit)"
         )
-    return "More was gathered than this strategy's units need: wrap exactly the units it names, each once"
+    return (
+        "More bytes than this strategy's units need: some parameters were gathered more often than expected."
+        " Possible causes: more units than the strategy names (a module inside one of its units wrapped too),"
+        " or a module wrapped twice"
+    )
 
 
 def _unsharded(g: Any, strategy: str, rank: int) -> list[str]:

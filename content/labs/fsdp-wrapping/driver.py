@@ -18,11 +18,13 @@ model from the seed it is given (``build_model``), calls your ``wrap(model, stra
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import torch
 import torch.distributed as dist
+from data_parallel import shard
+from dtensors import gather_full, is_dtensor, local, row_shard
+from heap import release_freed_buffers
 from torch import nn
 
 STRATEGIES = ("per-layer", "per-block", "whole-model")
@@ -82,12 +84,6 @@ def make_batch(seed: int, dims: dict[str, int], batch: int) -> tuple[torch.Tenso
     return x, y
 
 
-def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s equal, contiguous slice of the global batch."""
-    per = t.shape[0] // world_size
-    return t[rank * per : (rank + 1) * per]
-
-
 def loss_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean squared error over every element of this (shard of the) batch."""
     return ((model(x) - y) ** 2).mean()
@@ -98,32 +94,16 @@ def build_optimizer(params: list[torch.Tensor], inputs: dict[str, Any]) -> torch
     return torch.optim.AdamW(params, lr=float(inputs["lr"]), weight_decay=float(inputs["weight_decay"]), foreach=False)
 
 
-def local(p: torch.Tensor) -> torch.Tensor:
-    """This rank's own piece of a parameter or gradient: a ``DTensor``'s local shard, else the tensor itself.
-
-    The optimizer updates the local shards in place (AdamW works element by element, so updating
-    each shard is updating the whole tensor); running it on the ``DTensor`` parameters would give
-    the same numbers, but DTensor's first dispatch of each operation costs most of a second in a new process.
-    """
-    return p.to_local() if _is_dtensor(p) else p
-
-
 def _wrapped(submission: Any, inputs: dict[str, Any]) -> nn.Module:
     model = build_model(int(inputs["seed"]), inputs["dims"])
     out = submission.wrap(model, str(inputs["strategy"]))
     return model if out is None else out
 
 
-def _is_dtensor(p: torch.Tensor) -> bool:
-    from torch.distributed.tensor import DTensor
-
-    return isinstance(p, DTensor)
-
-
 def _sharding(model: nn.Module) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, p in model.named_parameters():
-        if _is_dtensor(p):
+        if is_dtensor(p):
             local = p.to_local()
             placements = ", ".join(
                 f"Shard({pl.dim})" if pl.is_shard() else f"{type(pl).__name__}()" for pl in p.placements
@@ -154,42 +134,6 @@ def _wrap_and_describe(submission: Any, inputs: dict[str, Any]) -> tuple[nn.Modu
     return model, _fsdp_units(model), _sharding(model)
 
 
-def _piece(t: torch.Tensor) -> tuple[torch.Tensor, torch.Size | None]:
-    """(this rank's rows, the full shape) of a DTensor sharded by rows over every rank; else (a copy, None)."""
-    from torch.distributed.tensor import Shard
-
-    if _is_dtensor(t):
-        mesh_size = t.device_mesh.size()
-        if tuple(t.placements) == (Shard(0),) and mesh_size == dist.get_world_size() and t.dim():
-            return t.to_local().detach().clone(), t.shape
-        return t.full_tensor().detach().clone(), None
-    return t.detach().clone(), None
-
-
-def _gather_full(pieces: dict[str, tuple[torch.Tensor, torch.Size | None]]) -> dict[str, torch.Tensor]:
-    """Every tensor in full: the row shards all in one all-gather (padded as torch.chunk cuts), the rest as they are."""
-    world_size = dist.get_world_size()
-    sharded = {n: (t, shape) for n, (t, shape) in pieces.items() if shape is not None}
-    out = {n: t for n, (t, shape) in pieces.items() if shape is None}
-    if sharded:
-        flat = []
-        for t, shape in sharded.values():
-            padded = t.new_zeros((-(-shape[0] // world_size), *shape[1:]))
-            padded[: t.shape[0]] = t
-            flat.append(padded.reshape(-1))
-        mine = torch.cat(flat)
-        gathered = mine.new_empty(world_size * mine.numel())
-        dist.all_gather_single(gathered, mine)
-        per_rank = gathered.view(world_size, -1)
-        offset = 0
-        for (n, (_, shape)), piece in zip(sharded.items(), flat, strict=True):
-            rows = -(-shape[0] // world_size)
-            whole = per_rank[:, offset : offset + piece.numel()].reshape(world_size * rows, *shape[1:])
-            out[n] = whole[: shape[0]].clone()
-            offset += piece.numel()
-    return {n: out[n] for n in pieces}
-
-
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Wrap, then ``inputs["steps"]`` AdamW steps on this rank's shard of each global batch.
 
@@ -216,11 +160,11 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
             piece.grad = None if p.grad is None else local(p.grad)
             if step == 0:
                 first[f"grads/{name}"] = (
-                    _piece(p.grad) if p.grad is not None else (torch.full(p.shape, torch.nan), None)
+                    row_shard(p.grad) if p.grad is not None else (torch.full(p.shape, torch.nan), None)
                 )
         optimizer.step()
         losses.append(float(loss.detach()))
-    full = _gather_full(first | {f"params/{name}": _piece(p) for name, p in named})
+    full = gather_full(first | {f"params/{name}": row_shard(p) for name, p in named})
     _WRAPPED[str(inputs["strategy"])] = (model, units, sharding)
     return {
         "grads": {name: full[f"grads/{name}"] for name, _ in named if f"grads/{name}" in full},
@@ -251,19 +195,6 @@ def probe(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     x, y = make_batch(int(inputs["seed"]) + 1000, inputs["dims"], int(inputs["batch"]))
     loss_fn(model, shard(x, rank, world_size), shard(y, rank, world_size)).backward()
     return {"units": units, "sharding": sharding}
-
-
-def release_freed_buffers() -> None:
-    """Buffers of 64 KiB and more come straight from the kernel and go back to it when freed.
-
-    glibc's malloc otherwise keeps freed buffers of up to 32 MiB in its heap for reuse, and raises
-    that size as the process frees larger ones: the memory a process holds then depends on the
-    order of its allocations, not only on what it keeps alive. Fixing the thresholds
-    (``mallopt``) makes the kernel's count follow the tensors that are alive.
-    """
-    libc = ctypes.CDLL(None)
-    libc.mallopt(-3, 64 << 10)  # M_MMAP_THRESHOLD
-    libc.mallopt(-1, 128 << 10)  # M_TRIM_THRESHOLD
 
 
 def fill_rows(t: torch.Tensor, name: str, seed: int, rows: tuple[int, int], shape: torch.Size) -> None:

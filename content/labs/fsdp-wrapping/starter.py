@@ -27,8 +27,9 @@ from torch.distributed.fsdp import fully_shard  # noqa: F401  (yours to call)
 def wrap(model: nn.Module, strategy: str) -> nn.Module:
     """Apply fully_shard to the units that ``strategy`` names, then to the root; return the model.
 
-    Use fully_shard's defaults (shard every parameter's rows over all ranks, reshard after
-    the forward). FSDP2 needs the inner units wrapped before the module that contains them.
+    Use fully_shard's defaults (shard every parameter's rows over all ranks; inner units reshard
+    after their forward, the root keeps its parameters for the backward). FSDP2 needs the inner
+    units wrapped before the module that contains them.
     """
     if strategy == "per-layer":
         raise NotImplementedError("fully_shard every nn.Linear, then the root")

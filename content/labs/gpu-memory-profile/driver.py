@@ -12,55 +12,24 @@ grading worker outside your process: nothing measured in here is taken as the tr
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from transformer import Decoder
 
 FIGURES = ("parameters", "gradients", "optimizer_states", "activations")
 
 
-class Block(torch.nn.Module):
-    """Pre-norm transformer block: causal multi-head self-attention, then a GELU MLP."""
-
-    def __init__(self, dim: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1 = torch.nn.LayerNorm(dim)
-        self.qkv = torch.nn.Linear(dim, 3 * dim)
-        self.proj = torch.nn.Linear(dim, dim)
-        self.norm2 = torch.nn.LayerNorm(dim)
-        self.fc1 = torch.nn.Linear(dim, 4 * dim)
-        self.fc2 = torch.nn.Linear(4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
-        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
-        attention = scores.masked_fill(mask, float("-inf")).softmax(-1)
-        x = x + self.proj((attention @ v).transpose(1, 2).reshape(b, t, d))
-        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
-
-
-class Transformer(torch.nn.Module):
+class Transformer(Decoder):
     """Token and position embeddings, ``layers`` blocks, a final LayerNorm and a language-model head.
 
     ``model(tokens, targets)`` returns the mean cross-entropy of predicting ``targets``.
     """
 
-    def __init__(self, vocab: int, dim: int, heads: int, layers: int, context: int) -> None:
-        super().__init__()
-        self.tokens = torch.nn.Embedding(vocab, dim)
-        self.positions = torch.nn.Embedding(context, dim)
-        self.blocks = torch.nn.ModuleList(Block(dim, heads) for _ in range(layers))
-        self.norm = torch.nn.LayerNorm(dim)
-        self.head = torch.nn.Linear(dim, vocab, bias=False)
-
     def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        x = self.tokens(tokens) + self.positions(torch.arange(tokens.shape[1], device=tokens.device))
+        x = self.embed(tokens)
         for block in self.blocks:
             x = block(x)
         logits = self.head(self.norm(x))
@@ -72,7 +41,7 @@ def build_model(config: dict[str, Any]) -> Transformer:
     torch.manual_seed(int(config["seed"]))
     model = Transformer(config["vocab"], config["dim"], config["heads"], config["layers"], config["context"])
     if config.get("frozen"):
-        for p in (*model.tokens.parameters(), *model.positions.parameters()):
+        for p in (*model.token_embedding.parameters(), *model.position_embedding.parameters()):
             p.requires_grad_(False)
     return model
 

@@ -13,37 +13,12 @@ with single-process training on the whole global batch (no accumulation at all).
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-
-def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
-    """The float64 MLP ``Linear, Tanh, Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
-        bound = fan_in**-0.5
-        with torch.no_grad():
-            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-        layers.append(linear)
-        if i < len(dims) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
-
-
-def build_optimizer(model: torch.nn.Module, inputs: dict[str, Any]) -> torch.optim.Optimizer:
-    """Plain ``torch.optim.SGD`` with momentum and weight decay, the same on every rank and in the reference."""
-    return torch.optim.SGD(
-        model.parameters(),
-        lr=float(inputs["lr"]),
-        momentum=float(inputs["momentum"]),
-        weight_decay=float(inputs["weight_decay"]),
-    )
+from data_parallel import gradients, require_grads, whole_batch
+from mlp import build_model, build_optimizer
 
 
 def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -55,13 +30,6 @@ def micro_batches(x: torch.Tensor, y: torch.Tensor, k: int) -> list[tuple[torch.
     """This rank's shard cut into ``k`` equal, contiguous micro-batches ``(x_k, y_k)``."""
     per = x.shape[0] // k
     return [(x[j * per : (j + 1) * per].clone(), y[j * per : (j + 1) * per].clone()) for j in range(k)]
-
-
-def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {
-        name: (p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan")))
-        for name, p in model.named_parameters()
-    }
 
 
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -78,21 +46,11 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         mine = micro_batches(inputs["x"][step], inputs["y"][step], int(inputs["micro_batches"]))
         submission.accumulate_and_sync(model, mine, loss_fn)
         if step == 0:
-            first = _gradients(model)
-        missing = [name for name, p in model.named_parameters() if p.grad is None]
-        if missing:
-            raise RuntimeError(
-                f"{', '.join(missing)} has no .grad after accumulate_and_sync() in step {step}:"
-                " leave every parameter's accumulated, synchronised gradient in .grad"
-            )
+            first = gradients(model)
+        require_grads(model, "accumulate_and_sync()", step, "accumulated, synchronised")
         optimizer.step()
     params = {name: p.detach().clone() for name, p in model.named_parameters()}
     return {"grads": first, "params": params}
-
-
-def whole_batch(per_rank: list[dict[str, Any]], step: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Step ``step``'s global batch: every rank's shard of it, in rank order."""
-    return torch.cat([i["x"][step] for i in per_rank]), torch.cat([i["y"][step] for i in per_rank])
 
 
 def reference(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
@@ -109,6 +67,6 @@ def reference(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
         optimizer.zero_grad(set_to_none=True)
         loss_fn(model(x), y).backward()
         if step == 0:
-            first = _gradients(model)
+            first = gradients(model)
         optimizer.step()
     return {"grads": first, "params": {name: p.detach().clone() for name, p in model.named_parameters()}}

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from labs import trees
 from labs.judge import Case, Facts, Outcome, case_failure, result
 from labs.public import load_public
 
@@ -207,13 +208,33 @@ def _close(a: Any, b: torch.Tensor) -> bool:
     return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, rtol=1e-7, atol=1e-10)
 
 
-def _diagnose(case: Case, got: dict[str, Any], names: list[str]) -> str | None:
-    """What the first step at ``names`` looks like, if it is one of the common mistakes."""
-    variants = _variants(case.inputs[0])
-    for advice, variant in variants.items():
-        if all(_close(got.get(n), variant[n]) for n in names):
+def _diagnose(case: Case, got: dict[str, Any], want: dict[str, torch.Tensor], names: list[str]) -> str | None:
+    """What the first step at ``names`` looks like, if it is one of the common mistakes.
+
+    A mistake is named only where it can be told from the right answer: its variant must differ
+    from the reference ``want`` at some of ``names`` (on zero-initialised biases, putting the weight
+    decay into the gradient changes nothing), and there the submission must be nearer to the
+    variant than to the reference. Otherwise a submission off only by rounding would be told it
+    made a mistake that, at these positions, gives the right answer.
+    """
+    for advice, variant in _variants(case.inputs[0]).items():
+        differ = [n for n in names if not _close(variant[n], want[n])]
+        if not differ or not all(_close(got.get(n), variant[n]) for n in names):
+            continue
+        if _distance(got, variant, differ) < _distance(got, want, differ):
             return f"The parameters are what you get when {advice}."
     return None
+
+
+def _distance(got: dict[str, Any], to: dict[str, torch.Tensor], names: list[str]) -> float:
+    """The largest absolute difference between ``got`` and ``to`` at ``names`` (infinity where one is missing)."""
+    worst = 0.0
+    for n in names:
+        mine = got.get(n)
+        if not isinstance(mine, torch.Tensor) or mine.shape != to[n].shape:
+            return math.inf
+        worst = max(worst, float((mine.to(torch.float64) - to[n]).abs().nan_to_num(math.inf).max()))
+    return worst
 
 
 ZERO_BIAS = (
@@ -223,15 +244,13 @@ ZERO_BIAS = (
 
 
 def _describe(key: str, name: str, got: Any, want: torch.Tensor) -> str:
-    """Where a tensor is wrong: its path and largest error, expected vs got to six significant digits."""
+    """Where a tensor is wrong: its path at the largest error, the two values told apart, the error."""
     if not isinstance(got, torch.Tensor):
         return f'{key}["{name}"] is missing'
     if got.shape != want.shape:
         return f'{key}["{name}"] has shape {tuple(got.shape)}, expected {tuple(want.shape)}'
-    delta = (got.to(torch.float64) - want).abs().nan_to_num(math.inf)
-    at = tuple(int(k) for k in torch.unravel_index(delta.argmax(), delta.shape))
-    index = ", ".join(map(str, at))
-    return f'{key}["{name}"][{index}] is {float(got[at]):.6g}, expected {float(want[at]):.6g}'
+    found = trees.tensor_difference(want, got.to(torch.float64), TOLERANCE, f'{key}["{name}"]')
+    return str(found) if found else f'{key}["{name}"] holds NaN or inf'
 
 
 def _first_failure(facts: Facts, key: str, names: Callable[[dict[str, Any]], list[str]]) -> tuple[str, Any]:
@@ -283,7 +302,7 @@ def _first_step_hint(run: Any) -> str:
     if not isinstance(got, dict):
         return FIRST_STEP
     want = case.expected[r]["first"]
-    found = _diagnose(case, got, list(want))
+    found = _diagnose(case, got, want, list(want))
     if found:
         return found
     weights = [n for n in want if not n.endswith("bias")]
@@ -307,7 +326,7 @@ def _bias_hint(run: Any) -> str:
         return "Your biases are still all zero after the first step. " + ZERO_BIAS
     if any(isinstance(got.get(n), torch.Tensor) and not bool(torch.isfinite(got[n]).all()) for n in names):
         return "Your biases hold NaN or inf after the first step (0 / 0 in the trust ratio?). " + ZERO_BIAS
-    found = _diagnose(case, got, names)
+    found = _diagnose(case, got, case.expected[r]["first"], names)
     return found or "A zero tensor's step is lr * u with u = m_hat / (sqrt(v_hat) + eps) (its decay term is 0)."
 
 
@@ -389,7 +408,7 @@ def _curve_problem(row: Any, want: torch.Tensor, size: int, facts: Facts) -> str
             " torch.enable_grad()) before updating, and return the loss it gave."
         )
     k = int((row - want).abs().nan_to_num(math.inf).argmax())
-    where = f"At batch {size}, the loss at step {k + 1} is {float(row[k]):.6g}, expected {float(want[k]):.6g}."
+    where = f"At batch {size}, the loss at step {k + 1} {trees.off_by(float(row[k]), float(want[k]))}."
     if first_step(facts).passed and parameters(facts).passed:
         return (
             f"{where} Your graded steps are right, so look at what only these runs use: they build"

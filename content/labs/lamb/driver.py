@@ -10,35 +10,17 @@ drawn on the result page; your LAMB's losses are compared with the trusted LAMB'
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
+import mlp
 import torch
+from mlp import loss_fn, make_batch
 
 
 def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
     """The float64 MLP ``Linear, Tanh, Linear, Tanh, Linear``: uniform weights, biases all zero."""
-    gen = torch.Generator().manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
-        bound = fan_in**-0.5
-        with torch.no_grad():
-            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-            linear.bias.zero_()
-        layers.append(linear)
-        if i < len(dims) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
-
-
-def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A regression batch ``(x, y)`` drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
-    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
-    return x, y
+    return mlp.build_model(seed, dims, zero_biases=True)
 
 
 def make_dataset(seed: int, dims: list[int], size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,11 +35,6 @@ def make_dataset(seed: int, dims: list[int], size: int) -> tuple[torch.Tensor, t
         x = torch.randn(size, dims[0], generator=gen, dtype=torch.float64)
         y = teacher(x) + 0.05 * torch.randn(size, dims[-1], generator=gen, dtype=torch.float64)
     return x, y
-
-
-def loss_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean squared error, averaged over every element of the batch."""
-    return ((model(x) - y) ** 2).mean()
 
 
 def rows(step: int, batch: int, size: int) -> slice:

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from labs import trees
 from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
 from labs.public import load_public
 
@@ -204,7 +205,7 @@ def schedule(facts: Facts) -> Outcome:
                     k = ok.index(False)
                     s, w = queries[k]
                     first = (
-                        f"{_where(g, case, r, s, w)}: expected {want[k]:.6g}, got {got[k]:.6g}."
+                        f"{_where(g, case, r, s, w)}: the rate {trees.off_by(float(got[k]), float(want[k]))}."
                         f"{_advice(case, got, g.world_size)}"
                     )
     data = {"learning_rates": total, "right": right}

@@ -11,27 +11,12 @@ single-process training on the whole global batch under the right schedule.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import torch
 import torch.distributed as dist
-
-
-def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
-    """The float64 MLP ``Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
-        bound = fan_in**-0.5
-        with torch.no_grad():
-            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-        layers.append(linear)
-        if i < len(dims) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
+from data_parallel import average_gradients
+from mlp import build_model, loss_fn
 
 
 def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -41,11 +26,6 @@ def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, to
     w = torch.linspace(-1.0, 1.0, dims[0] * dims[-1], dtype=torch.float64).view(dims[0], dims[-1])
     y = x @ w + 0.1 * torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
     return x, y
-
-
-def loss_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean squared error, averaged over every element of this (shard of the) batch."""
-    return ((model(x) - y) ** 2).mean()
 
 
 def make_optimizer(model: torch.nn.Module, inputs: dict[str, Any]) -> torch.optim.SGD:
@@ -68,18 +48,6 @@ def call_schedule(submission: Any, step: int, base_lr: float, world_size: int, w
     if isinstance(lr, bool) or not isinstance(lr, (int, float)):
         raise TypeError(f"scaled_lr({step}, {base_lr}, {world_size}, {warmup_steps}) returned {lr!r}, not a float")
     return float(lr)
-
-
-def average_gradients(model: torch.nn.Module) -> None:
-    """One all-reduce of all the gradients (a flat buffer), divided by the world size."""
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    dist.all_reduce(flat)
-    flat /= dist.get_world_size()
-    offset = 0
-    for g in grads:
-        g.copy_(flat[offset : offset + g.numel()].view_as(g))
-        offset += g.numel()
 
 
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:

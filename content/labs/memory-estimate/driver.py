@@ -29,20 +29,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
+from transformer import MLP, Decoder
 
 KEYS = ("parameters", "gradients", "optimizer_state", "activations", "total")
-
-
-class MLP(torch.nn.Module):
-    """``Linear, GELU, Linear``."""
-
-    def __init__(self, dim: int, hidden: int, out: int) -> None:
-        super().__init__()
-        self.fc1 = torch.nn.Linear(dim, hidden)
-        self.fc2 = torch.nn.Linear(hidden, out)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(F.gelu(self.fc1(x)))
 
 
 class TwoTowerModel(torch.nn.Module):
@@ -71,46 +60,18 @@ class TwoTowerModel(torch.nn.Module):
         return (F.normalize(users, dim=-1) * F.normalize(items, dim=-1)).sum(-1)
 
 
-class Block(torch.nn.Module):
-    """A pre-norm transformer block: causal multi-head self-attention, then a GELU MLP."""
-
-    def __init__(self, dim: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1 = torch.nn.LayerNorm(dim)
-        self.qkv = torch.nn.Linear(dim, 3 * dim)
-        self.proj = torch.nn.Linear(dim, dim)
-        self.norm2 = torch.nn.LayerNorm(dim)
-        self.mlp = MLP(dim, 4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)
-        mask = torch.ones(t, t, dtype=torch.bool).triu(1)
-        attention = scores.masked_fill(mask, float("-inf")).softmax(-1)
-        x = x + self.proj((attention @ v).transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp(self.norm2(x))
-
-
-class CheckpointedTransformer(torch.nn.Module):
+class CheckpointedTransformer(Decoder):
     """A small decoder-only transformer; with ``self.checkpointing`` every block runs under ``torch.utils.checkpoint``.
 
     ``batch`` is a ``LongTensor`` of token ids of shape ``(B, T)``; the output is the logits ``(B, T, vocab)``.
     """
 
     def __init__(self, vocab: int, dim: int, heads: int, layers: int, context: int) -> None:
-        super().__init__()
-        self.token_embedding = torch.nn.Embedding(vocab, dim)
-        self.position_embedding = torch.nn.Embedding(context, dim)
-        self.blocks = torch.nn.ModuleList(Block(dim, heads) for _ in range(layers))
-        self.norm = torch.nn.LayerNorm(dim)
-        self.head = torch.nn.Linear(dim, vocab, bias=False)
+        super().__init__(vocab, dim, heads, layers, context)
         self.checkpointing = False
 
     def forward(self, batch: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(batch.shape[1])
-        x = self.token_embedding(batch) + self.position_embedding(positions)
+        x = self.embed(batch)
         for block in self.blocks:
             x = checkpoint(block, x, use_reentrant=False) if self.checkpointing else block(x)
         return self.head(self.norm(x))

@@ -27,53 +27,14 @@ batch, and the bytes each rank sends to the others, counted by the kernel.
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-
-
-def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
-    """The float64 MLP ``Linear, Tanh, Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
-        bound = fan_in**-0.5
-        with torch.no_grad():
-            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-        layers.append(linear)
-        if i < len(dims) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
-
-
-def build_optimizer(model: torch.nn.Module, inputs: dict[str, Any]) -> torch.optim.Optimizer:
-    """Plain ``torch.optim.SGD`` with momentum and weight decay, the same on every rank and in the reference."""
-    return torch.optim.SGD(
-        model.parameters(),
-        lr=float(inputs["lr"]),
-        momentum=float(inputs["momentum"]),
-        weight_decay=float(inputs["weight_decay"]),
-    )
-
-
-def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The global batch ``(x, y)`` of one step, drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
-    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
-    return x, y
-
-
-def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s equal, contiguous slice of the global batch."""
-    per = t.shape[0] // world_size
-    return t[rank * per : (rank + 1) * per]
+from data_parallel import gradients, require_grads, shard
+from mlp import build_model, build_optimizer, make_batch
 
 
 def issued() -> int:
@@ -129,13 +90,6 @@ def _hold(store: Any, tag: str, step: int, world_size: int) -> list[int]:
     if _arrived(store, list(keys.values()), HOLD_S, note):
         return []
     return [r for r, key in keys.items() if not store.check([key])]
-
-
-def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {
-        name: (p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan")))
-        for name, p in model.named_parameters()
-    }
 
 
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -197,15 +151,10 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         ddp.finish()
         finish_s = time.perf_counter() - started
         after_finish = issued() - base[0]
-        done = _gradients(model)
+        done = gradients(model)
         if step == 0:
             first = done
-        missing = [name for name, p in model.named_parameters() if p.grad is None]
-        if missing:
-            raise RuntimeError(
-                f"{', '.join(missing)} has no .grad after finish() in step {step}:"
-                " leave every parameter's averaged gradient in .grad"
-            )
+        require_grads(model, "finish()", step, "averaged")
         optimizer.step()
         late = sum(
             int(not torch.equal(done[name], p.grad)) for name, p in model.named_parameters() if p.grad is not None
@@ -237,7 +186,7 @@ def reference(inputs: dict[str, Any]) -> dict[str, Any]:
         optimizer.zero_grad(set_to_none=True)
         F.mse_loss(model(x), y).backward()
         if step == 0:
-            first = _gradients(model)
+            first = gradients(model)
         optimizer.step()
     return {"grads": first, "params": {name: p.detach().clone() for name, p in model.named_parameters()}}
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from labs import training
+from labs import training, trees
 from labs.judge import Case, Facts, Outcome, Phase, case_failure, memory_peak, result
 from labs.public import load_public
 
@@ -94,10 +94,8 @@ def sampled_failure(inputs: dict[str, Any], tree: Any) -> str | None:
     if _close(mine["out"], out) or _close(mine["lse"], lse):
         return None
     i = int(rows[0])
-    return (
-        f"at query {i}, lse is {float(mine['lse'].reshape(-1)[0]):.6g}, expected {float(lse.reshape(-1)[0]):.6g}, and"
-        f" out differs too (compared at {SAMPLED} queries)"
-    )
+    found = float(mine["lse"].reshape(-1)[0]), float(lse.reshape(-1)[0])
+    return f"at query {i}, lse {trees.off_by(*found)}, and out differs too (compared at {SAMPLED} queries)"
 
 
 def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:

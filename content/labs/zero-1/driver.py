@@ -18,58 +18,13 @@ parameters after the last step) is compared with ``torch.optim.AdamW``.
 
 from __future__ import annotations
 
-import ctypes
-import itertools
 from typing import Any
 
 import torch
 import torch.distributed as dist
-
-
-def build_model(seed: int, dims: list[int]) -> torch.nn.Sequential:
-    """The float64 MLP ``Linear, Tanh, ..., Linear`` with parameters drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
-        linear = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
-        bound = fan_in**-0.5
-        with torch.no_grad():
-            linear.weight.copy_(torch.rand(linear.weight.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-            linear.bias.copy_(torch.rand(linear.bias.shape, generator=gen, dtype=torch.float64) * 2 * bound - bound)
-        layers.append(linear)
-        if i < len(dims) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
-
-
-def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The global batch ``(x, y)`` of one step, drawn from ``seed``."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, dims[0], generator=gen, dtype=torch.float64)
-    y = torch.randn(batch, dims[-1], generator=gen, dtype=torch.float64)
-    return x, y
-
-
-def loss_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean squared error, averaged over every element of this (shard of the) batch."""
-    return ((model(x) - y) ** 2).mean()
-
-
-def shard(t: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    per = t.shape[0] // world_size
-    return t[rank * per : (rank + 1) * per]
-
-
-def average_gradients(model: torch.nn.Module) -> None:
-    """The data-parallel part, done for you: every rank ends with the averaged full gradients."""
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    dist.all_reduce(flat)
-    flat /= dist.get_world_size()
-    offset = 0
-    for g in grads:
-        g.copy_(flat[offset : offset + g.numel()].view_as(g))
-        offset += g.numel()
+from data_parallel import average_gradients, shard
+from heap import release_freed_buffers
+from mlp import build_model, loss_fn, make_batch
 
 
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -148,19 +103,6 @@ def digest(layers: list[list[torch.Tensor]]) -> torch.Tensor:
             flat = [p.reshape(-1) for p in pair]
             rows.append([sum(float(f.sum()) for f in flat), sum(float(f.dot(f)) for f in flat)])
     return torch.tensor(rows, dtype=torch.float64)
-
-
-def release_freed_buffers() -> None:
-    """Buffers of 64 KiB and more come straight from the kernel and go back to it when freed.
-
-    glibc's malloc otherwise keeps freed buffers of up to 32 MiB in its heap for reuse, and raises
-    that size as the process frees larger ones: the memory a process holds then depends on the
-    order of its allocations, not only on what it keeps alive. Fixing the thresholds
-    (``mallopt``) makes the kernel's count follow the tensors that are alive.
-    """
-    libc = ctypes.CDLL(None)
-    libc.mallopt(-3, 64 << 10)  # M_MMAP_THRESHOLD
-    libc.mallopt(-1, 128 << 10)  # M_TRIM_THRESHOLD
 
 
 def memory(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:

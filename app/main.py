@@ -15,6 +15,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.accounts.api import router as accounts_api
 from app.accounts.flows import AuthLimits
+from app.accounts.recovery_views import router as recovery_router
 from app.accounts.views import router as accounts_router
 from app.config import REPO_ROOT, Settings, get_settings
 from app.content.service import sync_directory
@@ -86,9 +87,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     openapi.install(app)
     routers = (
-        pages_router, accounts_router, accounts_api, quizzes_router, quizzes_api, exercises_router, exercises_api,
-        flashcards_mine_router, flashcards_router, flashcards_api, labs_router, labs_api, instructors_router,
-        instructors_api, reports_router, reports_staff_router,
+        pages_router, accounts_router, recovery_router, accounts_api, quizzes_router, quizzes_api, exercises_router,
+        exercises_api, flashcards_mine_router, flashcards_router, flashcards_api, labs_router, labs_api,
+        instructors_router, instructors_api, reports_router, reports_staff_router,
     )  # fmt: skip
     for router in routers:
         # Flat, as include_router left them before FastAPI 0.137: it now keeps each router as a

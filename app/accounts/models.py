@@ -69,3 +69,21 @@ class LimitHit(Base):
     bucket: Mapped[str] = mapped_column(String(20))
     key: Mapped[str] = mapped_column(String(32))
     at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class PasswordReset(Base):
+    """A one-time link that sets a new password: staff or the terminal make it, its owner uses it once.
+
+    ``id`` is the digest of the link's token (the token itself is shown once, never stored). A link
+    ends when used, when it expires, or when a newer link is made for the same account.
+    """
+
+    __tablename__ = "password_resets"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # Who made it (None: the terminal, or an account since deleted).
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -52,7 +52,11 @@ def _signed_in(request: Request, user_id: int, session: SessionDep, settings: Se
 def signin_form(request: Request, user: OptionalUser, next: str = "/") -> Response:
     if user is not None:
         return RedirectResponse(safe_next(next), status_code=303)
-    notice = "Your session has expired. Sign in again." if request.query_params.get("expired") else None
+    notice = None
+    if request.query_params.get("expired"):
+        notice = "Your session has expired. Sign in again."
+    elif request.query_params.get("reset"):
+        notice = "Your new password is set, and every session of the account was signed out. Sign in with it."
     return render(request, "accounts/signin.html", {"next": safe_next(next), "notice": notice})
 
 

@@ -19,6 +19,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -239,6 +240,7 @@ def _student_pages(c: Checker, student: Student) -> None:
     # Graded by the server's embedded worker while the pages above were checked; the page polls.
     expect(page.locator("#lab-result")).to_have_attribute("data-status", "graded", timeout=240_000)
     c.check("lab submission, graded")
+    c.visit("/account/password", "change your password")
     _sign_out(page)
 
 
@@ -250,6 +252,10 @@ def _instructor_pages(c: Checker, student: Student) -> None:
     page.locator(f'tr[data-student="{student.name}"]').get_by_role("link", name=student.name).click()
     expect(page.get_by_role("heading", level=1)).to_have_text(student.name)
     c.check("a student")
+    page.get_by_role("button", name="Make a password reset link").click()
+    link = page.get_by_label("The link").input_value()
+    c.check("a password reset link")
+    c.visit(urlsplit(link).path, "a password reset form")
     c.visit(f"/instructor/attempts/{student.submitted}", "a student's attempt")
     c.visit(f"/labs/submissions/{student.submission}", "a student's lab submission")
     c.visit(f"/labs/{LAB}/all", "a lab's submissions")

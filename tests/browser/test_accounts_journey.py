@@ -6,7 +6,7 @@ import itertools
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import INSTRUCTOR
 
@@ -115,3 +115,38 @@ def test_keyboard_navigation_and_theme_toggle(page: Page) -> None:
     expect(page.get_by_role("button", name="Dark theme")).to_have_attribute("aria-pressed", "true")
     page.get_by_role("button", name="Dark theme").click()
     expect(page.get_by_role("button", name="Dark theme")).to_have_attribute("aria-pressed", "false")
+
+
+def test_a_forgotten_password_is_reset_with_a_link_from_staff(page: Page, browser: Browser, server: str) -> None:
+    """The student forgot; the instructor makes a link on the student's page; the link works once."""
+    username = new_username()
+    sign_up(page, username, "the-first-password")
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, *INSTRUCTOR)
+    page.goto("/instructor/gradebook")
+    page.locator(f'tr[data-student="{username}"]').get_by_role("link", name=username).click()
+    page.get_by_role("button", name="Make a password reset link").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"Password reset link for {username}")
+    link = page.get_by_label("The link").input_value()
+
+    student = browser.new_context(base_url=server).new_page()
+    student.goto(link)
+    expect(student.get_by_text(f"For the account {username}.")).to_be_visible()
+    expect(student.get_by_label("New password (at least 10 characters)")).to_be_focused()
+    student.get_by_label("New password (at least 10 characters)").fill("the-second-password")
+    student.get_by_label("New password again").fill("the-second-password")
+    student.get_by_role("button", name="Set the password").click()
+    expect(student.locator("p.notice")).to_contain_text("Your new password is set")
+    sign_in(student, username, "the-second-password")
+    expect(student.get_by_role("heading", name=re.compile(rf"^Welcome.*, {username}$"))).to_be_visible()
+    student.goto(link)  # a second time
+    expect(student.get_by_role("alert")).to_contain_text("already used")
+    expect(student.get_by_role("button", name="Set the password")).to_have_count(0)
+    # Signed in, the student changes it again from the account link in the header.
+    student.get_by_role("link", name=f"Your account: signed in as {username}").click()
+    student.get_by_label("Current password").fill("the-second-password")
+    student.get_by_label("New password (at least 10 characters)").fill("the-third-password")
+    student.get_by_label("New password again").fill("the-third-password")
+    student.get_by_role("button", name="Change the password").click()
+    expect(student.locator("p.notice")).to_contain_text("Your password was changed")
+    student.context.close()

@@ -114,7 +114,7 @@ def worker(
     import logging
 
     from app.labs.settings import LabSettings
-    from labs.worker import start
+    from app.labs.worker import start
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if unsafe_no_sandbox:
@@ -398,17 +398,16 @@ def lab_test(
     ] = False,
 ) -> None:
     """Prove labs: the reference at full marks, the starter below them without an error of ours, and each
-    mutant in mutants/ losing exactly the checks its header names (``labs.mutants``).
+    mutant in mutants/ losing exactly the checks its header names (``labs.spec.mutants``).
 
     A diff that no longer applies or a wrong header is an authoring error (``path:line: message``) and the
     lab is not proven. A reference slower to grade than the lab's target is a warning, not a failure.
     A GPU-only lab (``needs_gpu``) on a machine without enough CUDA GPUs is not run: named, the command
     exits 3; in a run of every lab it is listed as skipped and the exit code is the other labs'.
     """
-    from labs import mutants
-    from labs.grader import Grader, gpu_count
-    from labs.prove import MIN_MUTANTS, prove, record_reference_wire, slow_warning, summary, table
-    from labs.spec import LabError, load_labs
+    from labs.host.grader import Grader, gpu_count
+    from labs.host.prove import MIN_MUTANTS, prove, record_reference_wire, slow_warning, summary, table
+    from labs.spec import LabError, load_labs, mutants
 
     root = _content_dir() / "labs"
     try:
@@ -485,7 +484,7 @@ def lab_new(
     """
     from app.content.loader import load_tree
     from app.content.source import ContentError
-    from labs import scaffold
+    from labs.host import scaffold
 
     content = _content_dir()
     try:

@@ -70,8 +70,7 @@ from bench._queueing import capacity_table  # noqa: E402
 from bench._server import free_port, make_students, wait_ready  # noqa: E402
 from bench.pg_workers import database  # noqa: E402
 from bench.quizzes import Recorder, think  # noqa: E402
-from labs import mutants  # noqa: E402
-from labs.spec import load_lab  # noqa: E402
+from labs.spec import load_lab, mutants  # noqa: E402
 
 CONTENT = REPO / "content"
 LABS = "memory-estimate,lamb,tiled-attention,ring-allreduce"  # fast CPU labs, one to three groups of ranks
@@ -332,7 +331,7 @@ def main() -> int:
         sampler.start()
         rush = Rush()
         parts = {"grading workers": [w.pid for w in workers], "web processes": [web.pid]}
-        named = {"by_name": {"postgres": "PostgreSQL"}, "by_command": {"labs.template": "grading workers"}}
+        named = {"by_name": {"postgres": "PostgreSQL"}, "by_command": {"labs.host.template": "grading workers"}}
         cpu_before = cpu.usage(parts, **named)
         asyncio.run(run_rush(base, rush, rushing, studying, args))
         rush.cpu = cpu.between(cpu_before, cpu.usage(parts, **named))

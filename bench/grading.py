@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=30, help="arrivals per minute for the paced run (default 30)")
     args = parser.parse_args()
 
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     code = (CONTENT / LAB / "solution.py").read_text()
     sizes = [args.world_size]

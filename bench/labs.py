@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._server import free_port, wait_ready
 from bench.grading import percentile
 from bench.grading_api import call, grade_once
-from labs.prove import time_target
+from labs.host.prove import time_target
 
 REPO = Path(__file__).resolve().parents[1]
 CONTENT = REPO / "content"
@@ -50,13 +50,13 @@ def _cold_rank(
     import torch
     import torch.distributed as dist
 
-    from labs import trees
+    from labs.rank import trees
 
     torch.set_num_threads(1)
     os.environ["RINGLAB_SHARED_DIR"] = shared
     sys.path.insert(0, folder)  # the lab's public driver, as the ranks import it
     if ports:  # a script lab: torchrun's variables, rank 0 hosting the store as under a plain launcher
-        from labs.script import Script, torchrun_env
+        from labs.rank.script import Script, torchrun_env
 
         os.environ.update(torchrun_env(rank, world_size, ports[0]))
         os.environ.pop("TORCHELASTIC_USE_AGENT_STORE")
@@ -93,7 +93,7 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
     import torch
     import torch.multiprocessing as mp
 
-    from labs.grader import Grader, plan
+    from labs.host.grader import Grader, plan
 
     lab, checks = Grader.load_checks(CONTENT / "labs" / lab_id)
     times = []
@@ -135,7 +135,7 @@ def measure_cold(lab_id: str, code: str, repeats: int) -> list[float]:
 
 
 def target(lab: Any) -> float:
-    """The lab's grading-time target, the one `ringlab lab test` warns about (``labs.prove.time_target``)."""
+    """The lab's grading-time target, the one `ringlab lab test` warns about (``labs.host.prove.time_target``)."""
     return time_target(lab)
 
 

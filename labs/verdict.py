@@ -12,7 +12,7 @@ Status = Literal[
     "passed",  # every check passed
     "failed",  # ran to the end; some check failed (wrong answer, forbidden collective, too many bytes)
     "compile_error",  # the code does not parse
-    "not_allowed",  # the pre-check refused code that reaches into the grader (labs.precheck); nothing ran
+    "not_allowed",  # the pre-check refused code that reaches into the grader (labs.spec.precheck); nothing ran
     "runtime_error",  # the student's code raised
     "crashed",  # a rank died without reporting (exit, signal, closed its channel)
     "time_limit",  # ran past the wall-clock or CPU limit while busy

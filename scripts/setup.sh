@@ -13,7 +13,7 @@ as_root() {
     echo "need root to run: $*" >&2; return 1; fi
 }
 
-apt_packages=(bubblewrap libseccomp2)  # libseccomp2: the ranks' seccomp filter (labs/seccomp.py)
+apt_packages=(bubblewrap libseccomp2)  # libseccomp2: the ranks' seccomp filter (labs/host/seccomp.py)
 [ "$mode" = test ] && apt_packages+=(postgresql chromium)
 # pg_dump and pg_restore for `ringlab db backup/restore` where the app runs on PostgreSQL.
 case "${DATABASE_URL:-${RINGLAB_DATABASE_URL:-}}" in postgres*) apt_packages+=(postgresql-client) ;; esac

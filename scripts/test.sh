@@ -11,6 +11,8 @@ echo "==> ruff" >&2
 .venv/bin/ruff format --check --quiet .
 echo "==> mypy" >&2
 .venv/bin/mypy
+echo "==> import contracts" >&2
+.venv/bin/lint-imports --no-cache
 echo "==> content check" >&2
 .venv/bin/ringlab content check
 echo "==> pytest" >&2

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from labs.spec import Lab
 
 PARSED = ("starter.py", "solution.py", "checks.py")
-# Parsed into syntax trees and checked against lab.yaml (labs.contract): the checks' protocol, the driver's
+# Parsed into syntax trees and checked against lab.yaml (labs.spec.contract): the checks' protocol, the driver's
 # functions a case names, the functions the student's module must define.
 CONTRACT = (*PARSED, "driver.py")
 MAX_LAB_BYTES = 4 << 20  # a version is stored whole in the database
@@ -55,8 +55,13 @@ def load_lab_content(
 
     ``card_ids``: every card of the decks, which the checks' ``cards:`` must name (None: not checked).
     """
-    from labs import contract  # torch-free, as labs.spec
-    from labs.spec import LabError, card_problems, load_lab, yaml_lines
+    from labs.spec import (
+        LabError,
+        card_problems,
+        contract,  # torch-free, as labs.spec
+        load_lab,
+        yaml_lines,
+    )
 
     try:
         lab = load_lab(folder)
@@ -102,10 +107,12 @@ def load_lab_content(
 
 
 def _mutant_problems(lab: Any, rel: Any) -> list[Problem]:
-    """Each mutant diff's header and fit (``labs.mutants``), and the mutant it makes parsed as Python: never
+    """Each mutant diff's header and fit (``labs.spec.mutants``), and the mutant it makes parsed as Python: never
     synced, but `ringlab lab test` grades them, so an author hears of a diff that no longer applies here."""
-    from labs import mutants  # torch-free, as labs.spec
-    from labs.spec import LabError
+    from labs.spec import (
+        LabError,
+        mutants,  # torch-free, as labs.spec
+    )
 
     try:
         found = mutants.load(lab)

@@ -36,7 +36,7 @@ class Capacity:
     cpu_count: int
     gpu_count: int
     sandboxed: bool
-    confinement: str = "none"  # "cgroup v1", "cgroup v2" or "none" (labs.grader.Grader.confinement)
+    confinement: str = "none"  # "cgroup v1", "cgroup v2" or "none" (labs.host.grader.Grader.confinement)
 
 
 @dataclass(frozen=True)

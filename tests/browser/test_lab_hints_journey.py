@@ -11,8 +11,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from labs import mutants
-from labs.spec import load_lab
+from labs.spec import load_lab, mutants
 from tests.browser.conftest import sign_up
 from tests.browser.test_lab_journey import _paste_code
 from tests.conftest import CONTENT_DIR

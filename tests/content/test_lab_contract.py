@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from app.content.labs import load_lab_content
-from labs.contract import check, unmatched_tolerances
+from labs.host.prove import unmatched_tolerances
 from labs.spec import parse_spec
+from labs.spec.contract import check
 
 CONTENT = Path(__file__).resolve().parents[2] / "content"
 REPO = CONTENT.parent
@@ -144,15 +145,16 @@ def test_a_function_the_starter_or_the_solution_does_not_define(tmp_path: Path) 
     ]
 
 
-def test_an_import_checks_py_could_not_make(tmp_path: Path) -> None:
+def test_an_import_checks_py_could_not_make_or_from_outside_the_authoring_api(tmp_path: Path) -> None:
     folder = lab_copy(tmp_path, "ring-allreduce")
-    line = edit(folder, "checks.py", "from labs.judge import Case,", "from labs.judge import Cases,")
+    line = edit(folder, "checks.py", "from labs.authoring import Case,", "from labs.authoring import Cases,")
     assert problems(folder) == [
-        f"ring-allreduce/checks.py:{line}: labs.judge has no Cases: see the authoring API (labs/README.md)"
+        f"ring-allreduce/checks.py:{line}: labs.authoring has no Cases: its names are listed in docs/authoring-labs.md"
     ]
-    edit(folder, "checks.py", "from labs.judge import Cases,", "from labs.judges import Case,")
+    edit(folder, "checks.py", "from labs.authoring import Cases,", "from labs.host.judge import Case,")
     assert problems(folder) == [
-        f"ring-allreduce/checks.py:{line}: imports from labs.judges, which the engine does not have"
+        f"ring-allreduce/checks.py:{line}: imports labs.host.judge: a lab imports the engine from labs.authoring"
+        " only (its names are listed in docs/authoring-labs.md)"
     ]
 
 
@@ -167,7 +169,7 @@ def test_a_case_no_check_judges_is_spelt_out() -> None:
     """A setup call judged by no check of its own says so with ``UNJUDGED``; any other unknown id is a typo."""
     spec = parse_spec((CONTENT / "labs" / "ring-allreduce" / "lab.yaml").read_text(), "lab.yaml")
     body = (
-        "from labs.judge import UNJUDGED, Case\n\n\n"
+        "from labs.authoring import UNJUDGED, Case\n\n\n"
         "def cases(world_size, gen):\n    return [Case(UNJUDGED, 'f', 'l', [], [])]\n"
     )
     texts = {"checks.py": body + "\nRULES = {'ring-all-reduce': cases, 'ring-neighbours': cases, "

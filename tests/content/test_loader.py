@@ -152,9 +152,9 @@ checks:
 """
 
 
-# The smallest checks.py that keeps the checks contract (labs.contract): a case for its one check.
+# The smallest checks.py that keeps the checks contract (labs.spec.contract): a case for its one check.
 CHECKS = """\
-from labs.judge import Case
+from labs.authoring import Case
 
 
 def cases(world_size, gen):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from labs import template
+from labs.host import template
 from labs.spec import COMMON_DIR, DEFAULT_CONTENT
 
 # Set before any sandbox starts: a secret in the worker's environment that student code must never see.
@@ -24,7 +24,7 @@ MODES = ["fork", "cold"] if template.available() else ["cold"]
 
 @pytest.fixture(scope="session", params=MODES)
 def grader(request: pytest.FixtureRequest) -> Iterator[object]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(pool_size=2, fork_from_template=request.param == "fork")
     assert (g.template is not None) == (request.param == "fork")
@@ -36,7 +36,7 @@ def grader(request: pytest.FixtureRequest) -> Iterator[object]:
 def one_grader() -> Iterator[object]:
     """A grader for one test module, forking zygotes from the warm template where it can: the lab
     tests pin what each mutant loses, and tests/labs/test_grading.py covers both zygote modes."""
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(pool_size=2, fork_from_template=template.available())
     yield g
@@ -58,7 +58,7 @@ def labs_dir() -> Path:
 def lifted(lab: str, folder: Path, *rules: str) -> Path:
     """A copy of ``lab`` under ``folder`` whose lab.yaml lifts pre-check rules (all of them when none are
     named): for tests that prove a guarantee holds without the pre-check, which is only a speed bump."""
-    from labs import precheck
+    from labs.spec import precheck
 
     copy = folder / lab
     shutil.copytree(DEFAULT_CONTENT / lab, copy)

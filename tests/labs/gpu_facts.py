@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from labs.grader import Grader
-from labs.judge import Case, Facts, GroupRun, Outcome, RankRun
+from labs.host.grader import Grader
+from labs.host.judge import Case, Facts, GroupRun, Outcome, RankRun
+from labs.rank.trees import plain
 from labs.spec import Lab
-from labs.trees import plain
 
 from .conftest import labs_dir
 
@@ -49,7 +49,7 @@ def rank(*results: Any) -> RankRun:
 
 def judge(lab: Lab, checks: ModuleType, cases: list[Case], run: RankRun) -> dict[str, Outcome]:
     """Every check of ``lab`` over one group of world size 1 that ran ``cases``, by check id."""
-    from labs import judge as engine
+    from labs.host import judge as engine
 
     facts = Facts([GroupRun(1, cases, [run], status="ok")])
     rules = checks.RULES

@@ -1,4 +1,4 @@
-"""Each lab's mutants as test cases: the expectations come from the mutants' own headers (``labs.mutants``).
+"""Each lab's mutants as test cases: the expectations come from the mutants' own headers (``labs.spec.mutants``).
 
 A lab's test file grades its own mutants (so the suite's lab gradings stay spread over the xdist workers
 file by file) with ``@pytest.mark.parametrize("mutant", mutant_params(LAB))`` and checks each with
@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from labs import mutants
-from labs.mutants import Check, Mutant
-from labs.spec import DEFAULT_CONTENT, load_lab
+from labs.spec import DEFAULT_CONTENT, load_lab, mutants
+from labs.spec.mutants import Check, Mutant
 
 
 @cache

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from labs import template
-from labs.mutants import Mutant
+from labs.host import template
 from labs.spec import DEFAULT_CONTENT
+from labs.spec.mutants import Mutant
 
 from .mutant_cases import assert_loses, mutant_params
 
@@ -80,7 +80,7 @@ def checkpointed_forward(blocks, x, segments):
 
 @pytest.fixture(scope="module")
 def ckpt_grader() -> Iterator[object]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available())
     yield g
@@ -130,7 +130,7 @@ def test_reference_memory_is_within_the_bound(ckpt_grader) -> None:
 
 
 def test_bounds_are_the_statements() -> None:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     _, checks = Grader.load_checks(LAB)
     bounds = checks.bounds()

@@ -1,5 +1,5 @@
 """Every lab in content/labs is proven: its reference gets full marks, its starter fails cleanly and each of
-its mutants loses exactly the checks its header names (``labs.mutants``).
+its mutants loses exactly the checks its header names (``labs.spec.mutants``).
 
 A lab whose own test file grades every one of its mutants (parametrised by ``mutant_cases.mutant_params``
 over the same headers) is proven by that file: running the command on it here too graded each of those
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from labs import mutants, template
-from labs.grader import gpu_count
-from labs.mutants import Mutant
-from labs.prove import MIN_MUTANTS, prove, summary, table
-from labs.spec import DEFAULT_CONTENT, load_labs
+from labs.host import template
+from labs.host.grader import gpu_count
+from labs.host.prove import MIN_MUTANTS, prove, summary, table
+from labs.spec import DEFAULT_CONTENT, load_labs, mutants
+from labs.spec.mutants import Mutant
 
 LABS = sorted(load_labs(DEFAULT_CONTENT))
 REPO = Path(__file__).resolve().parents[2]
@@ -86,7 +86,7 @@ def test_a_pinned_lab_grades_every_mutant_against_its_header(lab_id: str) -> Non
 
 @pytest.fixture(scope="module")
 def catalogue_grader() -> Iterator[object]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available(), gpus=gpu_count() > 0)
     yield g

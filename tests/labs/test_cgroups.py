@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from labs import cgroups, pidns, uids
-from labs.judge import GroupRun, RankRun, memory_peak
+from labs.host import cgroups, pidns, uids
+from labs.host.judge import GroupRun, RankRun, memory_peak
 
 from .conftest import solution
 
@@ -118,7 +118,7 @@ def test_memory_peak_is_the_high_water_above_the_baseline() -> None:
 
 
 def test_a_worker_without_cgroups_says_how_to_fix_it() -> None:
-    from labs.grader import no_cgroups
+    from labs.host.grader import no_cgroups
 
     message = no_cgroups("only root may create groups")
     assert "only root may create groups" in message
@@ -131,7 +131,7 @@ HOLD = """
 import sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from labs import uids
+from labs.host import uids
 lease = uids.lease(Path({folder!r}))
 print(lease.block, flush=True)
 sys.stdin.readline()
@@ -178,7 +178,7 @@ def test_uid_blocks_are_unique_across_graders_and_processes(tmp_path: Path) -> N
 @pytest.fixture(scope="module")
 def two_graders():
     """Two workers on one host, as two Graders (each with its own pool, template and groups)."""
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     first, second = Grader(pool_size=1), Grader(pool_size=1)
     yield first, second
@@ -253,7 +253,7 @@ def test_the_memory_peak_grows_with_what_the_code_holds(two_graders) -> None:
 
 @needs_cgroups
 def test_no_group_is_left_behind(two_graders) -> None:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     assert all(jobs_left(g) == [] for g in two_graders)
     grader = Grader(pool_size=0, preload=[])

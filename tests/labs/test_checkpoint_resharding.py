@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 import torch
 
-from labs import template, trees
-from labs.mutants import Mutant
+from labs.host import template
+from labs.rank import trees
 from labs.spec import DEFAULT_CONTENT
+from labs.spec.mutants import Mutant
 
 from . import tp_ranks
 from .mutant_cases import assert_lost, mutant_params
@@ -222,7 +223,7 @@ def test_rank0_writing_four_equal_files_loses_the_sharded_save(
 
 
 def test_four_equal_files_graded_in_the_sandbox() -> None:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     with Grader(DEFAULT_CONTENT, pool_size=0, fork_from_template=template.available()) as grader:
         verdict = grader.grade("checkpoint-resharding", FOUR_EQUAL_FILES)

@@ -1,8 +1,8 @@
 """The crash-resume lab graded for real: a whole torchrun-style script, crashed from outside and relaunched.
 
-The crash comes from the zygote (``labs.faults``), never from code in the ranks: it watches the
+The crash comes from the zygote (``labs.rank.faults``), never from code in the ranks: it watches the
 checkpoint folder and kills a rank when the planned checkpoint appears there, once cutting the file
-being written in half. The first tests drive ``labs.faults.Injector`` on a real folder with real
+being written in half. The first tests drive ``labs.rank.faults.Injector`` on a real folder with real
 inotify; the rest grade scripts through the real sandbox.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from labs import faults
-from labs.mutants import Mutant
+from labs.rank import faults
 from labs.spec import DEFAULT_CONTENT
+from labs.spec.mutants import Mutant
 from labs.verdict import Verdict
 
 from . import mutant_cases

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from labs.mutants import Mutant
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .mutant_cases import assert_loses, mutant_params, sizes
@@ -132,7 +132,7 @@ def test_mutant_loses_its_checks(one_grader, mutant: Mutant) -> None:
 
 
 def test_the_timing_times_are_feedback_worth_no_points() -> None:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     lab = Grader.load_checks(FOLDER)[0]
     assert lab.spec.check("timing-times").points == 0 and "Feedback, no points" in lab.spec.check("timing-times").title

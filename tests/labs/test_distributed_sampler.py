@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from labs import template
-from labs.mutants import Mutant
+from labs.host import template
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .mutant_cases import assert_loses, mutant_params, sizes
@@ -53,7 +53,7 @@ class ShardedSampler:
 
 @pytest.fixture(scope="module")
 def grader() -> Iterator[object]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(pool_size=2, fork_from_template=template.available())
     yield g

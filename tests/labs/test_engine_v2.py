@@ -16,7 +16,7 @@ SOLUTION = (FIXTURES / LAB / "solution.py").read_text()
 
 @pytest.fixture(scope="module", params=MODES)
 def tree_grader(request: pytest.FixtureRequest) -> Iterator[object]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(FIXTURES, pool_size=1, fork_from_template=request.param == "fork")
     yield g

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import torch
 
-from labs import trees
-from labs.grader import points
-from labs.judge import Case, Facts, GroupRun, Outcome, RankRun, case_failure, correctness, counted
-from labs.public import load_public
+from labs.authoring.public import load_public
+from labs.host.grader import points
+from labs.host.judge import Case, Facts, GroupRun, Outcome, RankRun, case_failure, correctness, counted
+from labs.rank import trees
 from labs.verdict import points_number, points_share, show_points, total_points
 
 from .conftest import labs_dir, solution

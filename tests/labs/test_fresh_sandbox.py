@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from labs import template
-from labs.pool import WarmPool
-from labs.sandbox import SandboxError
+from labs.host import template
+from labs.host.pool import WarmPool
+from labs.host.sandbox import SandboxError
 
 from .conftest import solution
 
@@ -97,7 +97,7 @@ def test_nothing_of_one_submission_is_visible_to_the_next(grader) -> None:
 def both() -> Iterator[tuple[object, object]]:
     if not template.available():
         pytest.skip("forking zygotes from the template needs root: this run only has cold sandboxes")
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     with Grader(pool_size=1, fork_from_template=True) as forked, Grader(pool_size=1, fork_from_template=False) as cold:
         yield forked, cold
@@ -118,7 +118,7 @@ def test_a_forked_zygote_is_confined_like_a_cold_one_and_holds_no_more_capabilit
     }
     for who in processes:
         mine, theirs = forked[who], cold[who]
-        seccomp = "2" if who == "rank" else "0"  # a rank runs under its seccomp filter (labs.seccomp)
+        seccomp = "2" if who == "rank" else "0"  # a rank runs under its seccomp filter (labs.host.seccomp)
         assert (mine["NoNewPrivs"], mine["Seccomp"]) == (theirs["NoNewPrivs"], theirs["Seccomp"]) == ("1", seccomp)
         for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
             assert int(mine[field], 16) & ~int(theirs[field], 16) == 0, (who, field, mine[field], theirs[field])

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine: the nccl path needs one")
 def test_collectives_on_one_gpu_with_nccl() -> None:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     with Grader(pool_size=0, gpus=True) as grader:
         v = grader.grade("collectives-p2p", solution("collectives-p2p"), world_sizes=[1], backend="nccl")
@@ -36,7 +36,7 @@ def test_driver_lab_gpu_memory_cap_and_cpu_memory_limit_on_nccl(tmp_path) -> Non
     import shutil
     from pathlib import Path
 
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     fixture = Path(__file__).parent / "fixtures" / "tree-lab"
     lab = tmp_path / "tree-lab"

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from labs import mutants
-from labs.judge import Case
-from labs.mutants import Mutant
-from labs.spec import COMMON_DIR
+from labs.host.judge import Case
+from labs.spec import COMMON_DIR, mutants
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .gpu_facts import NEEDS_GPU, has_gpu, judge, load, lost, rank
@@ -89,7 +88,7 @@ def formula(p: int, t: int, moments: int = 2, frozen_train: bool = False) -> dic
 
 def tree(name: str, config: dict[str, Any]) -> dict[str, Any]:
     """What the reference (``name`` "solution") or a mutant returns, from the same readings."""
-    from labs.public import load_public
+    from labs.authoring.public import load_public
 
     m = readings(config)
     driver = load_public(str(FOLDER / "checks.py"), "driver")
@@ -126,7 +125,7 @@ def test_the_cases_are_a_full_model_and_one_with_frozen_embeddings() -> None:
     assert f["gradients"] == f["parameters"] and f["optimizer_states"] == 2 * f["parameters"]
     assert z["gradients"] < z["parameters"] and z["optimizer_states"] == 2 * z["gradients"]
     # Every tensor is a multiple of the allocator's 512-byte blocks: the measurement can equal 4P exactly.
-    from labs.public import load_public
+    from labs.authoring.public import load_public
 
     driver = load_public(str(FOLDER / "checks.py"), "driver")
     for dim in (128, 256):  # every size checks.configs draws
@@ -189,7 +188,7 @@ def test_a_missing_key_or_an_error_is_said_and_each_check_holds_on_its_own() -> 
 
 @pytest.fixture(scope="module")
 def gpu_grader() -> Any:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(pool_size=0, gpus=True)
     yield g
@@ -240,7 +239,7 @@ def test_content_check_validates_a_gpu_lab_fully_without_a_gpu(tmp_path, lab_id:
 def test_the_driver_takes_any_number_as_a_figure() -> None:
     import numpy
 
-    from labs.public import load_public
+    from labs.authoring.public import load_public
 
     number = load_public(str(FOLDER / "checks.py"), "driver").number
     assert [number(numpy.int64(5)), number(torch.tensor(3)), number(2.5)] == [5.0, 3.0, 2.5]

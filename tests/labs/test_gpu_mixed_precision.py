@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from labs.mutants import Mutant
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .gpu_facts import NEEDS_GPU, has_gpu, judge, load, lost, rank
@@ -75,7 +75,7 @@ def graded_here() -> tuple[Any, ModuleType, list[Any]]:
 
 def run_here(checks: ModuleType, cases: list[Any], code: str, bench: dict[str, Any] = BENCH) -> Any:
     """The public driver with ``code`` as the submission, in this process (no benchmark: ``bench`` instead)."""
-    from labs.public import load_public
+    from labs.authoring.public import load_public
 
     driver = load_public(str(FOLDER / "checks.py"), "driver")
     try:
@@ -151,7 +151,7 @@ def test_the_reference_overflows_exactly_at_the_spike(graded_here) -> None:
 
 @pytest.fixture(scope="module")
 def gpu_grader() -> Any:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(pool_size=0, gpus=True)
     yield g

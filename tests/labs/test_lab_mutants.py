@@ -1,7 +1,7 @@
 """The v1 labs' realistic wrong solutions (``mutants/``) lose exactly the checks they should, graded for real.
 
 Each mutant is graded in the sandbox here, at the world sizes its header names; its header says which
-checks it loses (``labs.mutants``).
+checks it loses (``labs.spec.mutants``).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from labs import template
-from labs.mutants import Mutant
+from labs.host import template
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .mutant_cases import assert_loses, lab_mutant_params, lab_mutants, sizes
@@ -25,7 +25,7 @@ MUTANTS = lab_mutant_params(LABS)
 @pytest.fixture(scope="module")
 def one_grader() -> Iterator[object]:
     """One mode is enough here: tests/labs/test_grading.py covers forked and cold zygotes alike."""
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(pool_size=2, fork_from_template=template.available())
     yield g

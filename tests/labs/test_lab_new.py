@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from app.content.loader import load_tree
 from app.content.sync import sync_tree
 from app.labs import catalog
-from labs import scaffold
+from labs.host import scaffold
 from tests.conftest import CONTENT_DIR
 
 REPO = CONTENT_DIR.parent

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from labs import template
-from labs.mutants import Mutant
+from labs.host import template
 from labs.spec import DEFAULT_CONTENT
+from labs.spec.mutants import Mutant
 
 from .mutant_cases import assert_loses, mutant, mutant_params
 
@@ -17,7 +17,7 @@ LAB = DEFAULT_CONTENT / "lamb"
 
 @pytest.fixture(scope="module")
 def lamb_grader() -> Iterator[object]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available())
     yield g

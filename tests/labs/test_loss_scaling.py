@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from labs.mutants import Mutant
-from labs.public import load_public
+from labs.authoring.public import load_public
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .mutant_cases import assert_loses, mutant_params, sizes

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from labs import template
-from labs.mutants import Mutant
-from labs.public import load_public
+from labs.authoring.public import load_public
+from labs.host import template
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .mutant_cases import assert_loses, mutant_params, sizes
@@ -18,7 +18,7 @@ LAB = "memory-estimate"
 
 @pytest.fixture(scope="module")
 def grader() -> Iterator[object]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(pool_size=2, fork_from_template=template.available())
     yield g
@@ -129,7 +129,7 @@ def test_the_grader_figures_are_a_real_backward_and_adamw_step(seed: int) -> Non
     """The counts the checks grade against equal ``driver.measure``: a real backward and torch.optim.AdamW step."""
     import torch
 
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     _, checks = Grader.load_checks(labs_dir() / LAB)
     driver = load_public(labs_dir() / LAB / "checks.py", "driver")

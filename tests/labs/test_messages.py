@@ -15,7 +15,7 @@ LEFT_BEHIND = "a rank must not leave processes running"
 
 @pytest.fixture(scope="module")
 def grader() -> Iterator[Any]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(pool_size=1)
     yield g
@@ -47,9 +47,9 @@ def test_a_nul_byte_is_named_with_its_line(grader: Any) -> None:
 
 def test_a_sandbox_that_stops_answering_in_a_fork_bomb_still_names_the_fork_bomb() -> None:
     # On a loaded machine a fork bomb can keep the sandbox from answering before its group ends: the
-    # grader then reads the group's refused forks from the kernel (labs/grader.py, measure) and says so.
-    from labs.feedback import summarise
-    from labs.judge import GroupRun, RankRun
+    # grader then reads the group's refused forks from the kernel (labs/host/grader.py, measure) and says so.
+    from labs.host.feedback import summarise
+    from labs.host.judge import GroupRun, RankRun
 
     group = GroupRun(2, [], [RankRun(info={"rank": 0}), RankRun(info={"rank": 1})])
     group.ranks[1].pids_limited = True

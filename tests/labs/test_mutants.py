@@ -1,4 +1,4 @@
-"""Mutants as diffs (``labs.mutants``): the header an author writes, the diff applied exactly, the authoring
+"""Mutants as diffs (``labs.spec.mutants``): the header an author writes, the diff applied exactly, the authoring
 errors named by file and line, and what a mutant's grading must show against its header."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from labs import mutants
-from labs.mutants import Check
-from labs.spec import LabError, load_lab
+from labs.spec import LabError, load_lab, mutants
+from labs.spec.mutants import Check
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tree-lab"
 REPO = Path(__file__).resolve().parents[2]

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from labs import template
-from labs.grader import Grader
-from labs.mutants import Mutant
+from labs.host import template
+from labs.host.grader import Grader
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .mutant_cases import assert_loses, mutant_params, sizes

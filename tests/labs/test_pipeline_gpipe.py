@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from labs.mutants import Mutant
+from labs.spec.mutants import Mutant
 
 from . import tp_ranks
 from .conftest import labs_dir

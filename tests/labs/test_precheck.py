@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from labs import mutants, precheck
-from labs.spec import LabError, load_lab, load_labs, parse_spec
+from labs.spec import LabError, load_lab, load_labs, mutants, parse_spec, precheck
 
 from .conftest import labs_dir, solution
 
@@ -53,10 +52,10 @@ REFUSED = [
     ("public-modules", "import importlib\nd = importlib.import_module('driver')\nd.train = 1\n", 3, "d.train = ..."),
     ("public-modules", "import driver\nobject.__setattr__(driver, 'x', 1)\n", 2, "object.__setattr__(driver, ...)"),
     ("engine", "from labs import harness\n", 1, "from labs import ..."),
-    ("engine", "import labs.trees\n", 1, "import labs.trees"),
+    ("engine", "import labs.rank.trees\n", 1, "import labs.rank.trees"),
     ("engine", "import __main__\n", 1, "import __main__"),
-    ("engine", "h = __import__('labs.harness')\n", 1, "__import__('labs.harness')"),
-    ("engine", "import sys\nh = sys.modules['labs.harness']\n", 2, "sys.modules['labs.harness']"),
+    ("engine", "h = __import__('labs.rank.harness')\n", 1, "__import__('labs.rank.harness')"),
+    ("engine", "import sys\nh = sys.modules['labs.rank.harness']\n", 2, "sys.modules['labs.rank.harness']"),
     ("native", "import ctypes\n", 1, "import ctypes"),
     ("native", "from ctypes import CDLL\n", 1, "from ctypes import ..."),
     ("native", "import cffi\n", 1, "import cffi"),

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from labs import precheck
-from labs.public import load_public
-from labs.spec import COMMON_DIR, DEFAULT_CONTENT, LabError, load_lab
+from labs.authoring.public import load_public
+from labs.spec import COMMON_DIR, DEFAULT_CONTENT, LabError, load_lab, precheck
 
 
 def test_a_driver_imports_the_shared_helpers_by_their_plain_names_and_leaves_no_plain_name_behind() -> None:

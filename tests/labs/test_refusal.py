@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labs.grader import Grader
+from labs.host.grader import Grader
 
 from .conftest import solution
 

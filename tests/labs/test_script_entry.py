@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from labs.feedback import summarise
-from labs.judge import Case, GroupRun, RankRun
-from labs.script import Script, torchrun_env
+from labs.host.feedback import summarise
+from labs.host.judge import Case, GroupRun, RankRun
+from labs.rank.script import Script, torchrun_env
 from labs.spec import LabError, parse_spec
 
 SPEC = """
@@ -88,7 +88,7 @@ def test_each_launch_of_a_script_gets_a_store_of_its_own() -> None:
 
     from torch.distributed import TCPStore
 
-    from labs.script import start_agent_store
+    from labs.rank.script import start_agent_store
 
     r, w = os.pipe()
     pid, ports = start_agent_store(2, 3, os.getuid(), False, w)

@@ -79,7 +79,7 @@ def test_missing_lab_file_is_reported(tmp_path: Path) -> None:
 
 
 def test_metadata_and_verdicts_never_import_torch() -> None:
-    code = "import sys, labs.spec, labs.verdict, labs.pool, labs.sandbox; print('torch' in sys.modules)"
+    code = "import sys, labs.spec, labs.verdict, labs.host.pool, labs.host.sandbox; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "False"
 

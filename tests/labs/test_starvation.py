@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from labs.procs import run_queue_wait_s
+from labs.rank.procs import run_queue_wait_s
 
 
 @contextmanager

@@ -15,7 +15,7 @@ kept in ``tests/labs/tamper/<lab>/honest_*.py``) and adds a way of cheating, the
 An attack must score no more, check by check, than the honest solution it imitates, graded with the
 same seed: points come only from results compared outside the sandbox and from what the trusted side
 observes from outside the ranks. A forged message must end the rank with a problem, never be taken
-for the grader's own fault. The static pre-check (``labs.precheck``) would refuse many of these before
+for the grader's own fault. The static pre-check (``labs.spec.precheck``) would refuse many of these before
 they run, but no guarantee may rest on it (code built at run time gets past any static check): the
 attacks are graded with its refusal set aside (``UncheckedGrader``), and
 ``test_the_precheck_refuses_code_that_reaches_into_the_grader`` checks on its own that it does refuse
@@ -32,8 +32,8 @@ from typing import Any
 
 import pytest
 
-from labs import template
-from labs.grader import Grader
+from labs.host import template
+from labs.host.grader import Grader
 from labs.spec import DEFAULT_CONTENT
 from labs.verdict import Verdict
 

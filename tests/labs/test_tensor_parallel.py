@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import torch
 
-from labs import trees
-from labs.mutants import Mutant
+from labs.rank import trees
 from labs.spec import DEFAULT_CONTENT, load_lab
+from labs.spec.mutants import Mutant
 
 from . import tp_ranks
 from .mutant_cases import assert_lost, mutant_params

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from labs import template
-from labs.mutants import Mutant
+from labs.host import template
 from labs.spec import DEFAULT_CONTENT
+from labs.spec.mutants import Mutant
 
 from .mutant_cases import assert_loses, mutant_params
 from .mutant_cases import mutant as lab_mutant
@@ -49,7 +49,7 @@ def tiled_attention(q, k, v, tile_size):
 
 @pytest.fixture(scope="module")
 def tiled_grader() -> Iterator[object]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(DEFAULT_CONTENT, pool_size=2, fork_from_template=template.available())
     yield g

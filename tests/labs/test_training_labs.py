@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from labs.judge import Facts, GroupRun, RankRun
-from labs.mutants import Mutant
+from labs.host.judge import Facts, GroupRun, RankRun
 from labs.spec import DEFAULT_CONTENT, load_lab
+from labs.spec.mutants import Mutant
 
 from .mutant_cases import lab_mutant_params
 
@@ -41,7 +41,7 @@ def _rank(rank: int, n: int, store: str, folder: Path, code: Path, calls: list[A
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=n)
-    from labs.public import load_public  # the driver imports the lab's shared helpers by their plain names
+    from labs.authoring.public import load_public  # the driver imports the lab's shared helpers by their plain names
 
     driver = load_public(folder, "driver")
     submission = _module(code, "submission")
@@ -85,7 +85,7 @@ def _run(lab: str, code: Path, sizes: list[int], tmp: Path) -> tuple[Facts, Any]
 
 
 def _scores(lab: str, code: Path, sizes: list[int], tmp: Path) -> dict[str, bool]:
-    from labs import judge
+    from labs.host import judge
 
     facts, checks = _run(lab, code, sizes, tmp)
     spec = load_lab(DEFAULT_CONTENT / lab).spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labs import trees
+from labs.rank import trees
 
 torch = pytest.importorskip("torch")
 

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from labs import confine, sandbox, seccomp
-from labs.feedback import SIGSYS, summarise
-from labs.judge import GroupRun, RankRun
+from labs.host import sandbox, seccomp
+from labs.host.feedback import SIGSYS, summarise
+from labs.host.judge import GroupRun, RankRun
+from labs.rank import confine
 
 from .conftest import lifted, solution
 
@@ -55,9 +56,10 @@ def test_the_exported_filter_kills_keyctl_and_leaves_tcp_fork_and_threads_alone(
     code = textwrap.dedent(
         """
         import ctypes, errno, os, socket, sys, threading
-        from labs import confine, seccomp
+        from labs.host import seccomp
+        from labs.rank import confine
         libc = ctypes.CDLL(None, use_errno=True)
-        assert libc.prctl(38, 1, 0, 0, 0) == 0  # no new privileges, as harness.become sets it
+        assert libc.prctl(38, 1, 0, 0, 0) == 0  # no new privileges, as confine.become sets it
         confine.install(seccomp.program_b64(gpu=sys.argv[1] == "gpu"))
         socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
         socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()  # what getifaddrs needs

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from labs.mutants import Mutant
+from labs.spec.mutants import Mutant
 
 from .conftest import labs_dir
 from .mutant_cases import assert_loses, mutant_params, sizes
@@ -180,7 +180,7 @@ def test_an_optimizer_that_keeps_no_state_for_the_memory_case_earns_nothing(one_
 
 
 def test_the_memory_bound_is_the_statements() -> None:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     _, checks = Grader.load_checks(labs_dir() / LAB)
     budget = checks.allowed_bytes(checks.MEMORY_WORLD_SIZE)

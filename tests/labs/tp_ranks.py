@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from labs import netstat
+from labs.rank import netstat
 
 INODE = 14  # index of idiag_inode in netstat.MSG
 

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.labs.queue import Job
+from app.labs.worker import Worker, capacity
 from app.main import create_app
-from labs.worker import Worker, capacity
 from tests.conftest import CONTENT_DIR
 from tests.factories import PASSWORD, make_user
 from tests.labs_app.conftest import solution, unique
@@ -23,7 +23,7 @@ from tests.labs_app.conftest import solution, unique
 
 @pytest.fixture(scope="module")
 def grader() -> Iterator[Any]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(CONTENT_DIR / "labs", pool_size=1)
     if g.refusal:

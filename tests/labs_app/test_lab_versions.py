@@ -18,8 +18,8 @@ from app.labs import catalog, service
 from app.labs.models import Submission, SubmissionStatus
 from app.labs.queue import Job
 from app.labs.settings import LabSettings
+from app.labs.worker import Worker
 from app.web.auth import Principal
-from labs.worker import Worker
 from tests.conftest import CONTENT_DIR
 from tests.factories import make_user
 from tests.labs_app.conftest import capacity, solution, unique
@@ -27,7 +27,7 @@ from tests.labs_app.conftest import capacity, solution, unique
 
 @pytest.fixture(scope="module")
 def grader() -> Iterator[Any]:
-    from labs.grader import Grader
+    from labs.host.grader import Grader
 
     g = Grader(CONTENT_DIR / "labs", pool_size=1)
     yield g

@@ -166,7 +166,7 @@ def test_an_idle_worker_only_reads(session: Session, clock: Clock) -> None:
 def test_the_worker_retries_when_the_grader_raises(
     live_factory: sessionmaker[Session], clock: Clock, tmp_path: Path
 ) -> None:
-    from labs.worker import Worker
+    from app.labs.worker import Worker
 
     with live_factory() as session:
         (sub,) = queued(session, clock)

@@ -116,7 +116,7 @@ def test_a_postgresql_listener_that_loses_its_connection_polls_then_listens_agai
 def test_a_woken_worker_grades_long_before_its_next_poll(
     engine: Engine, listener: wake.Listener, tmp_path: Path
 ) -> None:
-    from labs.worker import Worker
+    from app.labs.worker import Worker
 
     graded = threading.Event()
 

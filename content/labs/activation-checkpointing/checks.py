@@ -17,9 +17,7 @@ from typing import Any
 
 import torch
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, Phase, case_failure, memory_peak, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, result, training
 
 LAYERS, DIM, HEADS, BATCH, TOKENS, DROPOUT = 12, 32, 2, 2, 16, 0.1
 SEGMENTS = (2, 3, 4, 6)  # every one divides the 12 blocks; 3 and 4 are the nearest to sqrt(12)

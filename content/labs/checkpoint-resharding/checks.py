@@ -12,12 +12,7 @@ from typing import Any
 
 import torch
 
-from labs import (
-    scan,  # tensors found by value in the files' bytes
-    training,
-)
-from labs.judge import UNJUDGED, Case, Facts, Outcome, Phase, case_failure, result
-from labs.public import load_public
+from labs.authoring import UNJUDGED, Case, Facts, Outcome, Phase, case_failure, load_public, result, scan, training
 
 DIMS = [32, 128, 128, 8]  # 21,768 float64 parameters: 170 KiB, 510 KiB with AdamW's two moments
 BATCH = 16  # global batch: equal shares on 4 and 2 ranks

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from labs.judge import Case, no_builtin_collectives
+from labs.authoring import Case, no_builtin_collectives
 
 DTYPES = (torch.float32, torch.float64, torch.int64)
 # Shapes per dtype; lengths 7, 5 and 1 are not multiples of 2, 3 or 4.

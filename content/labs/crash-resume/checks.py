@@ -1,7 +1,7 @@
 """Trusted checks for crash-resume: the crashes the grader delivers, the uninterrupted reference, the rules.
 
 Never mounted into the sandbox. Per world size: a first launch during which the zygote kills one
-rank, from outside, when a chosen checkpoint appears in ``CHECKPOINT_DIR`` (``labs.faults``), then
+rank, from outside, when a chosen checkpoint appears in ``CHECKPOINT_DIR`` (``labs.rank.faults``), then
 the same script relaunched on the same folder. Once more, at one world size: the rank writing a
 checkpoint is killed while it writes it and the zygote cuts that file in half, then a relaunch.
 The first launch of the first world size also runs the script once with some of torchrun's
@@ -24,9 +24,7 @@ from typing import Any
 
 import torch
 
-from labs import scan  # tensors found by value in the files' bytes
-from labs.judge import Case, Facts, GroupRun, Outcome, Phase, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, GroupRun, Outcome, Phase, load_public, result, scan
 
 TORCHRUN = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 NODES = {2: 2, 3: 3, 4: 2}  # nodes the ranks of each world size are spread over

@@ -12,9 +12,7 @@ from typing import Any
 
 import torch
 
-from labs import rules, training
-from labs.judge import Case, Facts, Outcome, case_failure, result
-from labs.public import load_public, load_trusted
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, load_trusted, result, rules, training
 
 DIMS = [32, 64, 8]  # 2,632 float64 parameters
 BATCH = 24  # equal shards on 2, 3 and 4 ranks

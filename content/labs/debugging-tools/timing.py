@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.authoring import Case, Facts, Outcome, case_failure, result, training
 
 DELAY = 0.05  # seconds the straggler sleeps before one all-reduce
 # Where the driver's own clock saw the delayed all-reduce take WAITED s or more (the ranks that waited

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, Phase, case_failure, result
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, result
 
 EPOCHS = 3
 RESTARTED = "restarted"  # the phase that builds the samplers again in new processes

@@ -15,9 +15,7 @@ from typing import Any
 
 import torch
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, load_public, result, training
 
 DIMS = {"width": 120, "blocks": 2}  # 6 Linear layers of 120 x 120 + a LayerNorm: 349,440 float32 bytes
 BATCH = 24

@@ -16,9 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, Phase, case_failure, memory_peak, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, result, training
 
 STRATEGIES = ("per-layer", "per-block", "whole-model")
 DIMS = {"width": 120, "blocks": 2}  # 6 Linear layers of 120 x 120 + a LayerNorm: 698,880 float64 bytes

@@ -18,8 +18,7 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, case_failure, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, result
 
 FIGURES = ("parameters", "gradients", "optimizer_states", "activations")
 TOLERANCE = {"parameters": 0.01, "gradients": 0.01, "optimizer_states": 0.01, "activations": 0.05}

@@ -22,9 +22,7 @@ from typing import Any
 
 import torch
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, load_public, result, training
 
 STEPS = 10
 SPIKE_STEP = 4  # this batch is multiplied by SPIKE: its scaled gradients overflow float16

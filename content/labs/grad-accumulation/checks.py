@@ -11,9 +11,7 @@ from typing import Any
 
 import torch
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, case_failure, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, result, training
 
 DIMS = [256, 16, 16, 8]  # 4,520 float64 parameters: 35.3 KiB of gradients per all-reduce
 # The global batch of every optimizer step, on every world size. Each example is 2,112 bytes (256 + 8

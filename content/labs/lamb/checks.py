@@ -13,9 +13,7 @@ from typing import Any
 
 import torch
 
-from labs import trees
-from labs.judge import Case, Facts, Outcome, case_failure, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, off_by, result, tensor_difference
 
 DIMS = [16, 48, 32, 4]  # the graded 3-layer MLP; its three biases start at zero
 BATCH = 64
@@ -249,7 +247,7 @@ def _describe(key: str, name: str, got: Any, want: torch.Tensor) -> str:
         return f'{key}["{name}"] is missing'
     if got.shape != want.shape:
         return f'{key}["{name}"] has shape {tuple(got.shape)}, expected {tuple(want.shape)}'
-    found = trees.tensor_difference(want, got.to(torch.float64), TOLERANCE, f'{key}["{name}"]')
+    found = tensor_difference(want, got.to(torch.float64), TOLERANCE, f'{key}["{name}"]')
     return str(found) if found else f'{key}["{name}"] holds NaN or inf'
 
 
@@ -408,7 +406,7 @@ def _curve_problem(row: Any, want: torch.Tensor, size: int, facts: Facts) -> str
             " torch.enable_grad()) before updating, and return the loss it gave."
         )
     k = int((row - want).abs().nan_to_num(math.inf).argmax())
-    where = f"At batch {size}, the loss at step {k + 1} {trees.off_by(float(row[k]), float(want[k]))}."
+    where = f"At batch {size}, the loss at step {k + 1} {off_by(float(row[k]), float(want[k]))}."
     if first_step(facts).passed and parameters(facts).passed:
         return (
             f"{where} Your graded steps are right, so look at what only these runs use: they build"

@@ -12,9 +12,7 @@ from typing import Any
 
 import torch
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, result, summarise_failures, training
 
 DIMS = [16, 32, 32, 4]  # six parameter tensors, shared out round-robin: every rank owns one or more
 BATCH = 16

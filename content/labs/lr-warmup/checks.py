@@ -13,9 +13,7 @@ from typing import Any
 
 import torch
 
-from labs import trees
-from labs.judge import Case, Facts, Outcome, case_failure, result, summarise_failures
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, off_by, result, summarise_failures
 
 DIMS = [8, 32, 32, 4]
 PER_RANK_BATCH = 4  # the global batch grows with the ranks: 4 x N examples
@@ -205,7 +203,7 @@ def schedule(facts: Facts) -> Outcome:
                     k = ok.index(False)
                     s, w = queries[k]
                     first = (
-                        f"{_where(g, case, r, s, w)}: the rate {trees.off_by(float(got[k]), float(want[k]))}."
+                        f"{_where(g, case, r, s, w)}: the rate {off_by(float(got[k]), float(want[k]))}."
                         f"{_advice(case, got, g.world_size)}"
                     )
     data = {"learning_rates": total, "right": right}

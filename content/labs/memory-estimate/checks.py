@@ -15,8 +15,7 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, load_public, result
 
 FIGURES = ("parameters", "gradients", "optimizer_state", "activations")
 VARIANTS = (("plain", False), ("checkpointed", True))

@@ -36,9 +36,7 @@ from typing import Any
 
 import torch
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, case_failure, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, result, training
 
 # 12,594 float64 parameters: 98.4 KiB of gradients per step. The first layer (1 -> 1, a learnable scale and shift of
 # the single input feature) is 16 bytes of gradients, which every cap below leaves alone in the last bucket.

@@ -15,8 +15,7 @@ from typing import Any
 
 import torch
 
-from labs import rules
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.authoring import Case, Facts, Outcome, case_failure, result, rules
 
 DIMS = [64, 128, 64, 16]  # 17,616 float32 parameters: 70.5 KB per rank
 LIMIT = 4096  # bytes a rank may send in one call: a fingerprint fits many times, the model never

@@ -16,10 +16,7 @@ from typing import Any
 
 import torch
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, case_failure, result
-from labs.public import load_public, load_trusted
-from labs.trees import compare
+from labs.authoring import Case, Facts, Outcome, case_failure, compare, load_public, load_trusted, result, training
 
 # The measured run: 128 rows of 256 float64 features cross each stage boundary, 256 KiB each way,
 # in M = 4 micro-batches of 64 KiB. Two linear layers per stage: 4 layers on 2 ranks (the

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, case_failure, no_builtin_collectives
+from labs.authoring import Case, Facts, Outcome, case_failure, no_builtin_collectives
 
 SHAPES = [
     (torch.float32, (7,)),

@@ -14,9 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from labs import rules, training
-from labs.judge import Case, Facts, Outcome
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, load_public, rules, training
 
 # The measured MLP: 64 x 512 float64 inputs (256 KiB) and 64 x 384 outputs (192 KiB), large
 # enough that gloo's framing is noise; hidden 192 splits over 2, 3 and 4 ranks. Its weights

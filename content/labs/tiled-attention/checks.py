@@ -13,9 +13,7 @@ from typing import Any
 
 import torch
 
-from labs import training, trees
-from labs.judge import Case, Facts, Outcome, Phase, case_failure, memory_peak, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, off_by, result, training
 
 BATCH, HEADS, N, D = 1, 2, 1024, 16
 # (tile size, scale of q and k, check): 24 and 100 do not divide N = 1024; a scale of 20 gives
@@ -95,7 +93,7 @@ def sampled_failure(inputs: dict[str, Any], tree: Any) -> str | None:
         return None
     i = int(rows[0])
     found = float(mine["lse"].reshape(-1)[0]), float(lse.reshape(-1)[0])
-    return f"at query {i}, lse {trees.off_by(*found)}, and out differs too (compared at {SAMPLED} queries)"
+    return f"at query {i}, lse {off_by(*found)}, and out differs too (compared at {SAMPLED} queries)"
 
 
 def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:

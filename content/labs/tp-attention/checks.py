@@ -14,9 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from labs import rules, training
-from labs.judge import Case, Facts, Outcome
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, load_public, rules, training
 
 # The measured layer: a 2 x 96 x 192 float64 input and output (288 KiB each), large enough that
 # gloo's framing is noise; 12 heads split over 2, 3 and 4 ranks. Its weights (864 KiB for the

@@ -14,9 +14,7 @@ from typing import Any
 
 import torch
 
-from labs import training
-from labs.judge import Case, Facts, Outcome, Phase, case_failure, memory_peak, result
-from labs.public import load_public
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, result, training
 
 DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB; full AdamW state is twice that
 BATCH = 24  # global batch: equal shards on 2, 3 and 4 ranks

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from labs.judge import Case, Facts, Outcome, case_failure, no_builtin_collectives
+from labs.authoring import Case, Facts, Outcome, case_failure, no_builtin_collectives
 
 SHAPES = [(torch.float32, (7,)), (torch.float64, (4, 3)), (torch.int64, (2, 3, 2))]
 MEASURED = (torch.float32, (1 << 16,))  # 256 KiB, broadcast from the last rank: its bytes are judged by `tree`

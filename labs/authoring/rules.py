@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from labs.judge import Case, Facts, Outcome, case_failure, result
+from labs.host.judge import Case, Facts, Outcome, case_failure, result
 
 # (data, problem or None) for one measured call: (world size, phase, the case's problem, bytes sent per rank)
 WireVerdict = Callable[[int, str, dict[str, Any], list[int]], tuple[dict[str, Any], str | None]]

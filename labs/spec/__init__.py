@@ -26,16 +26,21 @@ from pydantic import (
     model_validator,
 )
 
-from labs.precheck import RULES as PRECHECK_RULES
+from labs.spec.precheck import RULES as PRECHECK_RULES
 
 ID = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
 NAME = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 MODULE = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
 PUBLIC_FILE = Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*\.py$")]
+# The check of a case that no check judges by itself: a setup call (load a checkpoint before the calls that
+# report on it) whose failure the later checks report. Spelt out so that any other check id a case names must
+# be a check of lab.yaml (``labs.spec.contract``).
+UNJUDGED = "(judged by no check)"
+
 REQUIRED_FILES = ("lab.yaml", "statement.md", "starter.py", "checks.py", "solution.py")
 # Engine module names a lab's public file may not shadow inside the ranks.
 RESERVED_MODULES = {"submission", "labs", "torch"}
-DEFAULT_CONTENT = Path(__file__).resolve().parents[1] / "content" / "labs"
+DEFAULT_CONTENT = Path(__file__).resolve().parents[2] / "content" / "labs"
 # Public files several labs share live once, in this folder beside the labs (``content/labs/_common/``).
 COMMON_DIR = "_common"
 
@@ -111,7 +116,7 @@ def _precheck_rule(name: str) -> str:
 
 
 class PrecheckSpec(Strict):
-    """``precheck:`` in ``lab.yaml``: rules of the static pre-check (``labs.precheck``) this lab lifts."""
+    """``precheck:`` in ``lab.yaml``: rules of the static pre-check (``labs.spec.precheck``) this lab lifts."""
 
     allow: list[Annotated[str, AfterValidator(_precheck_rule)]] = Field(default_factory=list)
 
@@ -142,7 +147,7 @@ class LabSpec(Strict):
     gpu_memory_mb: int | None = Field(default=None, ge=64, le=1 << 20)
     # ``function``: the ranks join the group and call the student's functions (through the driver).
     # ``script``: the student writes a whole torchrun-style script; each rank gets torchrun's
-    # variables and the lab's driver runs the file as ``__main__`` (``labs.script``).
+    # variables and the lab's driver runs the file as ``__main__`` (``labs.rank.script``).
     entry: Literal["function", "script"] = "function"
     functions: list[NAME] = Field(default_factory=list)  # at least one unless ``entry: script``
     # Files mounted read-only next to the student's module in every rank (``import driver``): public
@@ -222,7 +227,7 @@ class Lab:
 
     @property
     def mutants(self) -> list[Path]:
-        """Realistic wrong solutions, each a diff against ``solution.py`` (``mutants/*.diff``; ``labs.mutants``
+        """Realistic wrong solutions, each a diff against ``solution.py`` (``mutants/*.diff``; ``labs.spec.mutants``
         parses them)."""
         return sorted((self.folder / "mutants").glob("*.diff"))
 

@@ -1,7 +1,7 @@
 """A small pool of warm sandboxes: each used for one submission, then discarded.
 
 Starting a sandbox costs about a second and a half of CPU when its zygote imports
-torch (cold), ~40 ms when it is forked from a template (``labs.template``); either
+torch (cold), ~40 ms when it is forked from a template (``labs.host.template``); either
 way background threads keep ``size`` of them started and ready, and replace each
 one as soon as it is taken. A submission never shares a
 sandbox, a scratch dir or a process with another one.
@@ -14,8 +14,8 @@ import threading
 import time
 from collections import deque
 
-from labs.sandbox import Sandbox, SandboxError
-from labs.template import Template
+from labs.host.sandbox import Sandbox, SandboxError
+from labs.host.template import Template
 
 log = logging.getLogger("ringlab.worker")
 

@@ -20,8 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.judge import UNJUDGED
-from labs.spec import LabProblem, LabSpec
+from labs.spec import UNJUDGED, LabProblem, LabSpec
 
 Lines = dict[tuple[object, ...], int]
 
@@ -94,24 +93,21 @@ def _bound(node: ast.stmt) -> Iterator[tuple[str, int]]:
                     yield from _bound(stmt)
 
 
+API = "labs.authoring"
+
+
 @functools.cache
-def _engine_names(module: str) -> frozenset[str] | None:
-    """The top-level names of an engine module (``labs.judge``), from its source; None: no such module."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    if spec.submodule_search_locations:  # a package: its modules are importable names too
-        names = {p.stem for loc in spec.submodule_search_locations for p in Path(loc).glob("*.py")}
-        init = Path(spec.origin) if spec.origin else None
-        if init and init.is_file():
-            names |= {n for n, _ in _top_level(ast.parse(init.read_text(encoding="utf-8")))}
-        return frozenset(names)
-    if not spec.origin or not spec.origin.endswith(".py"):
-        return None
-    return frozenset(n for n, _ in _top_level(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))))
+def _api_names() -> frozenset[str]:
+    """The names the authoring API's ``__all__`` lists, read from its source (nothing is imported)."""
+    spec = importlib.util.find_spec(API)
+    assert spec is not None and spec.origin is not None, "the engine's authoring API is missing"
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.List | ast.Tuple)):
+            continue
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return frozenset(n for e in node.value.elts if (n := _string(e)) is not None)
+    raise AssertionError(f"{API} has no literal __all__")
 
 
 def _string(node: ast.expr | None) -> str | None:
@@ -154,26 +150,31 @@ class Contract:
         ]
 
     def imports(self) -> Iterator[LabProblem]:
-        """``from labs.x import y``: the engine module exists and defines ``y`` (else checks.py fails to import)."""
+        """The engine only through ``labs.authoring``, and only names its ``__all__`` lists."""
+        api = _api_names()
         for node in self.checks.nodes.imports:
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "labs":
-                names = _engine_names(node.module or "")
-                if names is None:
-                    yield self.at(
-                        "checks.py", node.lineno, f"imports from {node.module}, which the engine does not have"
-                    )
-                    continue
-                missing = [a.name for a in node.names if a.name != "*" and a.name not in names]
-                if missing:
-                    yield self.at(
-                        "checks.py",
-                        node.lineno,
-                        f"{node.module} has no {', '.join(missing)}: see the authoring API (labs/README.md)",
-                    )
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules = [node.module or ""]
             elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name.split(".")[0] == "labs" and _engine_names(alias.name) is None:
-                        yield self.at("checks.py", node.lineno, f"imports {alias.name}, which the engine does not have")
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            for module in modules:
+                if module.split(".")[0] != "labs":
+                    continue
+                if module != API:
+                    yield self.at(
+                        "checks.py", node.lineno,
+                        f"imports {module}: a lab imports the engine from {API} only (its names are listed in"
+                        " docs/authoring-labs.md)",
+                    )  # fmt: skip
+                elif isinstance(node, ast.ImportFrom):
+                    missing = [a.name for a in node.names if a.name != "*" and a.name not in api]
+                    if missing:
+                        yield self.at(
+                            "checks.py", node.lineno,
+                            f"{API} has no {', '.join(missing)}: its names are listed in docs/authoring-labs.md",
+                        )  # fmt: skip
 
     def entry_points(self) -> Iterator[LabProblem]:
         """``cases(world_size, gen)`` or ``phases(world_sizes, gen)``: the grader calls one of them."""
@@ -306,15 +307,3 @@ def check(spec: LabSpec, path: Callable[[str], str], lines: Lines, texts: dict[s
     if checks is None:
         return problems
     return problems + Contract(spec, path, lines, checks, parsed).problems()
-
-
-def unmatched_tolerances(tolerance: dict[str, object] | None, expected: object) -> list[str]:
-    """The keys of a case's ``tolerance`` that are a prefix of no path of its ``expected`` tree.
-
-    Such a key holds nothing to its tolerance (a misspelt ``"param"`` for ``"params"``): the values keep
-    the default for their dtype. Known only once the case is built, so ``ringlab lab test`` asks this.
-    """
-    from labs.trees import leaves  # torch-free to import; walks dicts, lists and tuples
-
-    paths = [path for path, _ in leaves(expected)]
-    return [key for key in tolerance or {} if not any(p == key or p.startswith((key + "[", key + ".")) for p in paths)]

@@ -17,8 +17,8 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from labs.judge import Case, Facts, Outcome, case_failure, counted, result, summarise_failures
-from labs.trees import fmt_apart
+from labs.host.judge import Case, Facts, Outcome, case_failure, counted, result, summarise_failures
+from labs.rank.trees import fmt_apart
 
 Hint = str | Callable[[Any, int, Case, int], str]
 # Why no result of case i of group g counts (every rank's), or None: a trusted fact about the whole call.

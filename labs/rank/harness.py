@@ -13,7 +13,6 @@ kernel. The collective-call counts below are a courtesy for honest mistakes
 
 from __future__ import annotations
 
-import ctypes
 import io
 import linecache
 import os
@@ -25,11 +24,10 @@ import types
 from datetime import timedelta
 from typing import Any
 
-from labs import channel, confine, script, trees
+from labs.rank import channel, confine, script, trees
 
 SOURCE_NAME = "submission.py"
 MAX_INPUT = 1 << 30
-PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
 COLLECTIVES = (
     "all_reduce",
     "all_gather",
@@ -89,7 +87,7 @@ def drop_privileges(uid: int, limits: dict[str, Any], sandboxed: bool) -> str:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(limits["fsize"]), int(limits["fsize"])))
-    become(uid, sandboxed)
+    confine.become(uid, sandboxed)
     if not sandboxed:  # development only: no uid switch, scratch in the host's temp dir
         scratch = tempfile.mkdtemp(prefix=f"ringlab-rank-{uid}-")
         os.chdir(scratch)
@@ -102,19 +100,6 @@ def drop_privileges(uid: int, limits: dict[str, Any], sandboxed: bool) -> str:
     # (other uids); the private scratch is its own group's only, so nothing else of a rank opens up.
     os.umask(0)
     return scratch
-
-
-def become(uid: int, sandboxed: bool) -> None:
-    """Die with the zygote; sandboxed, switch to ``uid`` for good (no capabilities, no new privileges)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
-    if not sandboxed:
-        return
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
 def limit_memory(extra_mb: int) -> None:

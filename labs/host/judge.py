@@ -15,13 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs import trees
-from labs.trees import Tolerance
-
-# The check of a case that no check judges by itself: a setup call (load a checkpoint before the calls that
-# report on it) whose failure the later checks report. Spelt out so that any other check id a case names must
-# be a check of lab.yaml (``labs.contract``).
-UNJUDGED = "(judged by no check)"
+from labs.rank import trees
+from labs.rank.trees import Tolerance
 
 
 @dataclass
@@ -65,7 +60,7 @@ class Phase:
     ``expect_crash``: a rank is killed on purpose (a crash to recover from in a later phase). A rank
     dying is then no verdict: the other ranks are killed after a short grace, and the next phase
     runs. Its cases' results are there only from ranks whose call returned.
-    ``fault``: a plan the zygote carries out from outside the ranks (``labs.faults``: watch a folder
+    ``fault``: a plan the zygote carries out from outside the ranks (``labs.rank.faults``: watch a folder
     of the shared directory, kill a rank when a checkpoint appears there, cut the file it was
     writing). It reaches the zygote only after the group's ranks were forked, never a rank; what
     the zygote saw and did comes back as ``GroupRun.fault_report``.
@@ -113,7 +108,7 @@ class GroupRun:
     files_truncated: bool = False
     shares_dir: bool = False  # Phase.shares_dir: its ranks see the phases' shared scratch directory
     fault: dict[str, Any] | None = None  # Phase.fault: the plan the zygote carried out (never sent to a rank)
-    # What the zygote observed and did for that plan (labs.faults.Injector.close); empty without a plan.
+    # What the zygote observed and did for that plan (labs.rank.faults.Injector.close); empty without a plan.
     fault_report: dict[str, Any] = field(default_factory=dict)
 
     @property

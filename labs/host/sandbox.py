@@ -2,7 +2,7 @@
 
 Layout inside: the system (/usr and its /lib, /bin links) and the Python
 install and virtualenv read-only at their own paths; the stdlib-only
-files the zygote and ranks run (``LIB_FILES``) read-only under /sandbox/lib; a private tmpfs
+files the zygote and ranks run (``labs/rank``) read-only under /sandbox/lib; a private tmpfs
 on /tmp for scratch, capped in bytes and in files (inodes), whose root only the zygote may
 write in; a minimal /dev (with a read-only, empty /dev/shm but on GPUs) and a /proc of the
 sandbox's own pid namespace. Nothing else of the host exists: not the repository, not
@@ -34,29 +34,20 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from labs import channel
+from labs.rank import channel
 
 
 class Spawner(Protocol):
-    """What puts a warm zygote into a started sandbox (``labs.template.Template``)."""
+    """What puts a warm zygote into a started sandbox (``labs.host.template.Template``)."""
 
     def spawn(self, pid: int, job_fd: int, log_fd: int) -> None: ...
 
 
-LIB_FILES = (
-    "__init__.py",
-    "channel.py",
-    "confine.py",
-    "netstat.py",
-    "trees.py",
-    "script.py",
-    "harness.py",
-    "procs.py",
-    "faults.py",
-    "zygote.py",
-)
-LABS_DIR = Path(__file__).resolve().parent
-LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.zygote import main; main()"
+# The engine's code that runs inside the sandbox: the rank zone (``labs/rank``, stdlib apart from what
+# it imports lazily), mounted whole and read-only under /sandbox/lib, with the package's empty __init__.
+LABS_DIR = Path(__file__).resolve().parents[1]
+RANK_DIR = LABS_DIR / "rank"
+LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.rank.zygote import main; main()"
 ENV = {
     "PATH": "/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -189,8 +180,8 @@ def bwrap_args(*, gpu: bool = False, scratch: str | None = None) -> list[str]:
     args = [bwrap, "--proc", "/proc", "--dev", "/dev", *_scratch_mount(scratch)]
     args += [*_system_mounts(), *_python_mounts()]
     args += _parents("/sandbox/lib/labs/x")
-    for name in LIB_FILES:
-        args += ["--ro-bind", str(LABS_DIR / name), f"/sandbox/lib/labs/{name}"]
+    args += ["--ro-bind", str(LABS_DIR / "__init__.py"), "/sandbox/lib/labs/__init__.py"]
+    args += ["--ro-bind", str(RANK_DIR), "/sandbox/lib/labs/rank"]
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     args += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", "/tmp", "--clearenv"]
     for key, value in ENV.items():
@@ -229,7 +220,7 @@ class Sandbox:
     """One started sandbox with its zygote; used for one job, then killed.
 
     Cold (the default): bwrap starts a zygote that imports torch, ~1.2 s of a core. With a
-    ``template`` (``labs.template``): bwrap starts a holder in milliseconds and the template
+    ``template`` (``labs.host.template``): bwrap starts a holder in milliseconds and the template
     forks a torch-warm zygote into the holder's namespaces.
     """
 
@@ -394,7 +385,7 @@ def probe() -> str | None:
     """None if sandboxes can be started here, else why not (for a clear refusal)."""
     if bwrap_path() is None:
         return "bubblewrap (bwrap) is not installed: install the 'bubblewrap' package"
-    from labs import seccomp
+    from labs.host import seccomp
 
     problem = seccomp.problem()
     if problem is not None:

@@ -1,7 +1,7 @@
 """The grading worker: claim a job, grade it in a fresh sandbox, write the verdict; forever.
 
 It runs in its own process (``ringlab worker``, or the one ``ringlab serve`` starts),
-never in the web process: the engine (``labs.grader``, which imports torch) is
+never in the web process: the engine (``labs.host.grader``, which imports torch) is
 imported inside ``start`` only. ``Worker`` itself takes any ``grade`` function, so
 tests drive the queue logic with a fake one and the real engine alike.
 
@@ -320,12 +320,12 @@ def start(
     """Run one worker against DATABASE_URL until SIGTERM/SIGINT; the exit code for the CLI.
 
     ``allow_no_cgroups`` (default: ``RINGLAB_ALLOW_NO_CGROUPS=1``): grade even where control groups
-    cannot limit the ranks (``labs.grader.Grader``); otherwise such a worker refuses to start.
+    cannot limit the ranks (``labs.host.grader.Grader``); otherwise such a worker refuses to start.
     """
     from app.config import get_settings
     from app.db import make_engine, make_sessionmaker
     from app.labs.settings import LabSettings
-    from labs.grader import Grader, gpu_count
+    from labs.host.grader import Grader, gpu_count
 
     settings, lab_settings = get_settings(), LabSettings()
     gpus = gpu_count()

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.pidns import namespace_of
+from labs.host.pidns import namespace_of
 
 ROOT_NAME = "ringlab"
 CONTROLLERS = ("memory", "pids")

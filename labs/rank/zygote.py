@@ -26,8 +26,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs import channel, faults, harness, netstat, script
-from labs.procs import pids_of, usage_by_uid
+from labs.rank import channel, faults, harness, netstat, script
+from labs.rank.procs import pids_of, usage_by_uid
 
 MAX_JOB = 1 << 24
 MAX_INPUT = 1 << 30
@@ -251,7 +251,7 @@ class Zygote:
                 os._exit(0)
             self.inputs[(int(got[0]["rank"]), int(got[0]["call"]))] = got[1]
         if group.get("fault_plan"):
-            # The fault plan (labs/faults.py) arrives only now, after the fork, so no rank holds it; the folder
+            # The fault plan (labs/rank/faults.py) arrives only now, after the fork, so no rank holds it; the folder
             # it names is watched from here on, before the ranks are released and any student code runs.
             got = channel.recv(self.fd, MAX_JOB)
             if got is None:

@@ -20,16 +20,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from labs import cgroups, judge, pidns, sandbox, seccomp, template, uids
-from labs.feedback import NPROC, OUTPUT_BYTES, summarise
-from labs.judge import Facts, GroupRun, RankRun
-from labs.pool import WarmPool
+from labs.host import cgroups, judge, pidns, sandbox, seccomp, template, uids
+from labs.host.feedback import NPROC, OUTPUT_BYTES, summarise
+from labs.host.judge import Facts, GroupRun, RankRun
+from labs.host.pool import WarmPool
 from labs.spec import DEFAULT_CONTENT, Lab, LabError, load_lab, load_labs
 from labs.verdict import CheckResult, Status, Verdict, points_share, total_points
 
 MAX_CODE = 256 * 1024  # the submission API refuses larger code with 413
 # With control groups a rank's tasks are capped by its group (NPROC); RLIMIT_NPROC, counted per uid
-# (and uids are leased per job, labs.uids), stays as a backstop well above it.
+# (and uids are leased per job, labs.host.uids), stays as a backstop well above it.
 NPROC_BACKSTOP = 4 * NPROC
 ALLOW_NO_CGROUPS_ENV = "RINGLAB_ALLOW_NO_CGROUPS"
 
@@ -41,10 +41,10 @@ class Grader:
     warm template imports once, so no rank pays for a lazy import.
     ``pool_size`` sandboxes are kept ready (0: start one per submission). ``fork_from_template``
     (default: where possible, as root) starts each sandbox's zygote by forking a torch-warm
-    template into it (``labs.template``, ~40 ms) instead of importing torch in it (~1.2 s of a core).
+    template into it (``labs.host.template``, ~40 ms) instead of importing torch in it (~1.2 s of a core).
     ``unsafe_no_sandbox`` runs ranks without bubblewrap: development only.
 
-    Each job and each rank runs in control groups of its own (``labs.cgroups``: memory, shared
+    Each job and each rank runs in control groups of its own (``labs.host.cgroups``: memory, shared
     memory included, and tasks). Where they cannot be used the Grader refuses every submission,
     unless ``allow_without_cgroups`` (default: the environment variable ``RINGLAB_ALLOW_NO_CGROUPS=1``;
     implied by ``unsafe_no_sandbox``), when rlimits alone bound the ranks. ``confinement`` says
@@ -189,7 +189,7 @@ class Grader:
             return self._verdict(lab, "compile_error", f"{type(exc).__name__} at {where}: {exc.msg}", [])
         except ValueError as exc:  # null bytes
             return self._verdict(lab, "compile_error", f"the submission cannot be compiled: {exc}", [])
-        from labs import precheck  # a speed bump only: no guarantee depends on it (labs/README.md "The pre-check")
+        from labs.spec import precheck  # a speed bump only: no guarantee depends on it (labs/README.md "The pre-check")
 
         refused = precheck.refusal(code, public_files=lab.spec.public_files, allow=lab.spec.precheck.allow)
         if refused is not None:
@@ -276,7 +276,7 @@ class Grader:
                     if "pids" in meta and job_groups is not None and namespace is not None:
                         place_ranks(job_groups, namespace, g, meta["pids"], zygote)  # before student code runs
                     send_inputs(box, groups[g], per_call="pids" in meta)
-                    if groups[g].fault is not None:  # after the fork: held by the zygote alone (labs/faults.py)
+                    if groups[g].fault is not None:  # after the fork: held by the zygote alone (labs/rank/faults.py)
                         box.send({"kind": "fault_plan", "group": g, "plan": groups[g].fault})
                     continue
                 if kind == "ranks_ready":  # every rank joined its group; no student code has run yet
@@ -380,7 +380,7 @@ def no_cgroups(reason: str) -> str:
 
 
 def lease_uids() -> uids.UidLease:
-    """A block of rank uids no other job on this host holds (``labs.uids``)."""
+    """A block of rank uids no other job on this host holds (``labs.host.uids``)."""
     try:
         return uids.lease()
     except (OSError, uids.NoFreeUids) as exc:

@@ -2,7 +2,7 @@
 mutant losing exactly the checks its header names.
 
 ``ringlab lab test LAB_ID`` runs this: it grades the lab's ``solution.py``, its ``starter.py`` and each
-realistic wrong solution in ``mutants/`` (diffs against ``solution.py``, see ``labs.mutants``) through the
+realistic wrong solution in ``mutants/`` (diffs against ``solution.py``, see ``labs.spec.mutants``) through the
 real sandbox, prints a table, and records the reference's communication picture (who sent how many bytes
 to whom, per world size) in ``reference-wire.json`` for the result page.
 """
@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from labs import mutants as mutants_
-from labs.grader import REFERENCE_WIRE
-from labs.mutants import Check, Mutant
+from labs.host.grader import REFERENCE_WIRE
+from labs.rank.trees import leaves
 from labs.spec import Lab
+from labs.spec import mutants as mutants_
+from labs.spec.mutants import Check, Mutant
 from labs.verdict import Status, Verdict
 
 MIN_MUTANTS = 4
@@ -88,7 +89,7 @@ def mutant_problems(mutant: Mutant, verdict: Verdict) -> list[str]:
 def prove(grader: Grades, lab: Lab, mutants: Sequence[Mutant] | None = None) -> list[Row]:
     """Grade the reference, the starter and every mutant of ``lab``: one row each, in that order.
 
-    ``mutants`` default to the lab's own (``labs.mutants.load``, which raises ``LabError`` for a diff that
+    ``mutants`` default to the lab's own (``labs.spec.mutants.load``, which raises ``LabError`` for a diff that
     does not apply or a header that is wrong); each is graded at its ``world sizes`` when it names them.
     """
     found = mutants_.load(lab) if mutants is None else mutants
@@ -180,3 +181,13 @@ def summary(rows: list[Row]) -> dict[str, Any]:
         "mutants": count,
         "wrong": [r.name for r in rows if not r.ok],
     }
+
+
+def unmatched_tolerances(tolerance: dict[str, object] | None, expected: object) -> list[str]:
+    """The keys of a case's ``tolerance`` that are a prefix of no path of its ``expected`` tree.
+
+    Such a key holds nothing to its tolerance (a misspelt ``"param"`` for ``"params"``): the values keep
+    the default for their dtype. Known only once the case is built, so ``ringlab lab test`` asks this.
+    """
+    paths = [path for path, _ in leaves(expected)]
+    return [key for key in tolerance or {} if not any(p == key or p.startswith((key + "[", key + ".")) for p in paths)]

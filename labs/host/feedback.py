@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from labs.judge import GroupRun
+from labs.host.judge import GroupRun
 from labs.verdict import CheckResult, Status, worst
 
 OUTPUT_BYTES = 16_384  # a rank's stdout and stderr kept for the page
 NPROC = 64  # processes (threads included) a rank's uid may have
-SIGSYS = 31  # what the rank's seccomp filter (labs.seccomp) kills a process with
+SIGSYS = 31  # what the rank's seccomp filter (labs.host.seccomp) kills a process with
 NO_SPACE = "[Errno 28]"  # ENOSPC: the sandbox's /tmp is full, in bytes or in files
 TMP_LIMITS = "64 MiB in at most 4096 files and directories, for every rank together"
 

@@ -4,7 +4,7 @@ The folder it writes is a working lab (average a tensor across the ranks, in pla
 results against a mean computed outside the ranks and by the bytes each rank sends) with comments
 where an author edits: ``ringlab content check`` passes on it and ``ringlab lab test`` proves it
 straight away, so an author changes a proven lab one step at a time instead of starting from
-nothing. The files are Jinja templates in ``labs/new_lab/`` (``<file>.j2``: no linter reads them as
+nothing. The files are Jinja templates in ``labs/host/new_lab/`` (``<file>.j2``: no linter reads them as
 code); the mutants are written as diffs against the rendered ``solution.py``, each from one edit, so
 they fit it exactly.
 """

@@ -151,7 +151,7 @@ def program(gpu: bool = False) -> bytes:
 
 
 def program_b64(gpu: bool = False) -> str:
-    """``program`` as base64 text, to travel in the job (``labs.confine.install`` loads it in a rank)."""
+    """``program`` as base64 text, to travel in the job (``labs.rank.confine.install`` loads it in a rank)."""
     return base64.b64encode(program(gpu)).decode("ascii")
 
 

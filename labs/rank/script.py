@@ -55,7 +55,7 @@ def start_agent_store(
     addresses, barrier counts) and hangs or fails now and then. Forked from the zygote, it runs as
     ``uid``, dies with the zygote, and closes ``close_fd`` (the zygote's job channel). Returns (pid, ports).
     """
-    from labs import harness
+    from labs.rank import confine
 
     r, w = os.pipe()
     pid = os.fork()
@@ -63,7 +63,7 @@ def start_agent_store(
         try:
             os.close(close_fd)
             os.close(r)
-            harness.become(uid, sandboxed)
+            confine.become(uid, sandboxed)
             from torch.distributed import TCPStore
 
             stores = [TCPStore("127.0.0.1", 0, world_size, True, wait_for_workers=False) for _ in range(launches)]

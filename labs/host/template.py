@@ -35,7 +35,7 @@ import tempfile
 import threading
 import traceback
 
-from labs.sandbox import ENV, LABS_DIR, SandboxError
+from labs.host.sandbox import ENV, LABS_DIR, SandboxError
 
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 CAP_SETGID, CAP_SETUID = 6, 7
@@ -44,7 +44,7 @@ CAPABILITY_VERSION_3 = 0x20080522
 NAMESPACES = [("ipc", 0x08000000), ("uts", 0x04000000), ("net", 0x40000000), ("cgroup", 0x02000000),
               ("pid", 0x20000000), ("mnt", 0x00020000)]  # fmt: skip
 
-LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.template import main; main()"
+LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.host.template import main; main()"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -170,7 +170,7 @@ def _enter_and_serve(pid: int, job_fd: int, log_fd: int) -> None:
     sys.path[:] = ["/sandbox/lib", *[p for p in sys.path if p != str(LABS_DIR.parent)]]
     for name in [m for m in sys.modules if m == "labs" or m.startswith("labs.")]:
         del sys.modules[name]
-    from labs import zygote
+    from labs.rank import zygote
 
     zygote.serve(job_fd)
 
@@ -178,7 +178,7 @@ def _enter_and_serve(pid: int, job_fd: int, log_fd: int) -> None:
 def main() -> None:
     """``python -I -c <launch> CONTROL_FD``: warm up, then make zygotes on request until EOF."""
     control = socket.socket(fileno=int(sys.argv[1]))
-    from labs import zygote
+    from labs.rank import zygote
 
     environment = dict(os.environ)
     zygote.warm(json.loads(sys.argv[2]) if len(sys.argv) > 2 else [])

@@ -12,6 +12,7 @@ Shared by the labs that judge files by content (crash-resume, checkpoint-reshard
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from typing import TypeVar
 
 import torch
 
@@ -23,9 +24,10 @@ def _anchor(flat: torch.Tensor) -> int:
     return int(torch.argmax(flat.abs()))
 
 
-def locate(
-    files: Mapping[str, bytes], wanted: Mapping[Hashable, torch.Tensor], rtol: float, atol: float
-) -> dict[Hashable, set[str]]:
+K = TypeVar("K", bound=Hashable)  # whatever a lab names its wanted tensors by
+
+
+def locate(files: Mapping[str, bytes], wanted: Mapping[K, torch.Tensor], rtol: float, atol: float) -> dict[K, set[str]]:
     """For each wanted tensor (float64, any shape), the names of the files whose bytes hold its values.
 
     A file holds a tensor when some run of consecutive float64 values in it (at any byte offset)
@@ -38,7 +40,7 @@ def locate(
     anchors = [_anchor(flats[key]) for key in keys]
     values_at = torch.tensor([float(flats[key][j]) for key, j in zip(keys, anchors, strict=True)], dtype=torch.float64)
     tolerance = atol + rtol * values_at.abs()
-    found: dict[Hashable, set[str]] = {key: set() for key in wanted}
+    found: dict[K, set[str]] = {key: set() for key in wanted}
     for name, data in files.items():
         for offset in range(8):
             count = (len(data) - offset) // 8

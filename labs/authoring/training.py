@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from labs.host.judge import Case, Facts, Outcome, case_failure, counted, result, summarise_failures
-from labs.rank.trees import fmt_apart
+from labs.rank.trees import Tolerance, fmt_apart
+
+if TYPE_CHECKING:  # torch is imported where it is used, so that loading a checks module stays fast
+    import torch
 
 Hint = str | Callable[[Any, int, Case, int], str]
 # Why no result of case i of group g counts (every rank's), or None: a trusted fact about the whole call.
@@ -172,3 +176,150 @@ def first_difference(trees: list[dict[str, Any]], steps: int) -> str | None:
                     f" but {theirs} on rank 0 after {steps} steps"
                 )
     return None
+
+
+def gradient_case(fn: str, label: str, inputs: list[dict[str, Any]], expected: Any, tolerance: Tolerance) -> Case:
+    """The measured training call of a data-parallel lab: every rank trains ``fn`` on its ``inputs``.
+
+    Every rank must end with the reference's ``expected`` tree: its first step's gradients
+    (``grads``, judged by "gradients") and its parameters after training (``params``, judged by
+    "parameters"), both within ``tolerance``.
+    """
+    return Case(
+        check="gradients",
+        fn=fn,
+        driver="train",
+        label=label,
+        inputs=inputs,
+        expected=[expected for _ in inputs],
+        inplace=False,
+        measure=True,
+        parts={"gradients": ["grads"], "parameters": ["params"]},
+        tolerance={"grads": tolerance, "params": tolerance},
+    )
+
+
+def later_step_hint(advice: str) -> Hint:
+    """The parameters' hint of a lab whose "gradients" check judges the first step: ``advice`` follows
+    "a later step went wrong" when the first step's gradients were right."""
+
+    def hint(g: Any, i: int, case: Case, rank: int) -> str:
+        if case_failure(g, i, rank, part="gradients") is None:
+            return f" The first step's gradients were right, so a later step went wrong{advice}"
+        return " The gradients were already wrong after the first step: fix those first (see that check)."
+
+    return hint
+
+
+# What one rank's bytes mean, as (what was wrong, advice or ""): (group, case, rank, bytes it sent,
+# one all-reduce of the gradients per step in bytes, the gradients' bytes).
+Bytes = Callable[[Any, Case, int, int, float, int], tuple[str, str]]
+
+
+def gradient_bytes(
+    facts: Facts,
+    *,
+    steps: int,
+    bounds: tuple[float, float, int],
+    over: Bytes,
+    under: Bytes,
+    success: str,
+    shown: Callable[[Case], dict[str, Any]] | None = None,
+) -> Outcome:
+    """Each rank of every measured "gradients" call sent one all-reduce of the gradients per step.
+
+    ``bounds`` is (high, low, headers): a rank may send at most high x theory + headers bytes and at
+    least low x theory, theory being ``steps`` all-reduces of the gradients, 2(N-1)/N x their bytes.
+    ``over`` and ``under`` say, in the lab's words, what too many or too few bytes mean; ``shown``
+    adds the lab's own figures to what the student sees. Bytes count only for training whose values
+    are right. Partial credit: the share of measured calls whose bytes and values are right.
+    """
+    high, low, headers = bounds
+    problems: list[tuple[str, str]] = []
+    unfinished: list[str] = []
+    data: dict[str, Any] = {}
+    good = total = 0
+    for g, i, case in cases_judging(facts, "gradients"):
+        if not case.measure:
+            continue
+        total += 1
+        n = g.world_size
+        wire = g.wire.get(i)
+        if wire is None or not finished(g, i):
+            unfinished.append(str(n))
+            continue
+        size = sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
+        theory = steps * 2 * (n - 1) * size / n
+        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        data[f"world_size_{n}"] = {
+            "gradient_bytes": size,
+            "steps": steps,
+            **(shown(case) if shown else {}),
+            "one_allreduce_per_step_bytes_per_rank": round(theory),
+            "measured_bytes_per_rank": sent,
+            "ratio": [round(s / theory, 4) for s in sent],
+            "sent": wire["sent"],
+        }
+        more = [(r, s) for r, s in enumerate(sent) if s > high * theory + headers]
+        fewer = [(r, s) for r, s in enumerate(sent) if s < low * theory]
+        if more:
+            problems.append(over(g, case, *more[0], theory, size))
+        elif fewer:
+            problems.append(under(g, case, *fewer[0], theory, size))
+        elif not values_right(g, i, ("gradients", "parameters")):
+            what = (
+                f"world size {n}: the bytes look right, but the gradients or parameters are wrong (see those"
+                " checks), and bytes count only for training whose values are right"
+            )
+            problems.append((what, ""))
+        else:
+            good += 1
+    if not total:
+        return Outcome(False, "no measured training run", data, fraction=0.0)
+    if unfinished:
+        problems.append((UNFINISHED.format(sizes(unfinished), "its traffic says nothing", "gradients"), ""))
+    if problems:
+        advice = [a for a in dict.fromkeys(a for _, a in problems) if a]
+        message = "; ".join(w for w, _ in problems[:3]) + "." + "".join(f" {a[0].upper()}{a[1:]}." for a in advice)
+        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
+    return Outcome(True, success, data, fraction=1.0)
+
+
+def flat(tree: Any, names: list[str]) -> torch.Tensor | None:
+    """The float64 tensors ``tree[name]`` of ``names``, flattened into one, or None if one is missing or not float64."""
+    import torch
+
+    if not isinstance(tree, dict):
+        return None
+    parts = []
+    for name in names:
+        t = tree.get(name)
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float64:
+            return None
+        parts.append(t.reshape(-1))
+    return torch.cat(parts)
+
+
+class Optimizer(Protocol):
+    """What ``train_steps`` needs of an optimizer: ``torch.optim``'s, or a lab's own reference."""
+
+    def zero_grad(self) -> None: ...
+
+    def step(self) -> Any: ...
+
+
+def train_steps(
+    driver: ModuleType, model: torch.nn.Module, optimizer: Optimizer, inputs: dict[str, Any]
+) -> dict[str, dict[str, torch.Tensor]]:
+    """``inputs["steps"]`` steps of ``optimizer`` on the public driver's batches (seed + 1 + step); the
+    parameters after the first step (``first``) and after the last (``params``)."""
+    dims, batch, seed = list(inputs["dims"]), int(inputs["batch"]), int(inputs["seed"])
+    first: dict[str, torch.Tensor] = {}
+    for step in range(int(inputs["steps"])):
+        optimizer.zero_grad()
+        x, y = driver.make_batch(seed + 1 + step, dims, batch)
+        driver.loss_fn(model, x, y).backward()
+        optimizer.step()
+        if step == 0:
+            first = {name: p.detach().clone() for name, p in model.named_parameters()}
+    return {"first": first, "params": {name: p.detach().clone() for name, p in model.named_parameters()}}

@@ -6,11 +6,16 @@ is imported only when a function needs it, so a lab that never shards pays nothi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeGuard
+
 import torch
 import torch.distributed as dist
 
+if TYPE_CHECKING:
+    from torch.distributed.tensor import DTensor
 
-def is_dtensor(p: torch.Tensor) -> bool:
+
+def is_dtensor(p: torch.Tensor) -> TypeGuard[DTensor]:
     from torch.distributed.tensor import DTensor
 
     return isinstance(p, DTensor)

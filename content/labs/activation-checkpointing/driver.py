@@ -93,7 +93,7 @@ class LiveBytes(TorchDispatchMode):
     def __init__(self, ignore: set[int]) -> None:
         super().__init__()
         self.ignore = ignore
-        self.live: dict[int, tuple[int, int]] = {}  # data_ptr -> (weak ref, bytes)
+        self.live: dict[int, tuple[Any, int]] = {}  # data_ptr -> (weak ref, bytes)
         self.current = 0  # bytes of the storages in self.live (some may have been freed since)
         self.peak = 0
 
@@ -147,7 +147,8 @@ def run(forward: Any, inputs: dict[str, Any], segments: int, measure: bool = Tru
     named = {"x": x, **dict(blocks.named_parameters())}
     for t in named.values():  # gradients accumulate into storages that exist before the measurement
         t.grad = torch.zeros_like(t)
-    ignore = {t.untyped_storage().data_ptr() for t in [w, *named.values(), *(t.grad for t in named.values())]}
+    grads = [t.grad for t in named.values() if t.grad is not None]  # every one, just made
+    ignore = {t.untyped_storage().data_ptr() for t in [w, *named.values(), *grads]}
     CALLS.clear()
     PHASE[0] = "forward"
     torch.manual_seed(int(inputs["seed"]) + 2)  # the dropout masks

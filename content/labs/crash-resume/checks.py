@@ -73,7 +73,7 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     sizes = [*world_sizes, world_sizes[_draw(gen, 0, len(world_sizes) - 1)]]
     sizes = [sizes[j] for j in torch.randperm(len(sizes), generator=gen).tolist()]
     saving = _draw(gen, 0, len(sizes) - 1)
-    crashes = []
+    crashes: list[tuple[int, int, dict[str, Any]]] = []
     for j, n in enumerate(sizes):
         if j == saving:  # killed while writing the checkpoint of step 2k or 3k: one (k or 2k) is complete
             crashes.append((n, _draw(gen, 2, 3) * every, {"writer": True, "cut": True}))

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, load_public, result, training
+from labs.authoring import Case, Facts, Outcome, load_public, result, training
 
 DIMS = [256, 16, 16, 8]  # 4,520 float64 parameters: 35.3 KiB of gradients per all-reduce
 # The global batch: equal shards on 2, 3 and 4 ranks. Each example is 2,112 bytes (256 + 8 float64), so
@@ -65,24 +65,8 @@ def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     driver = load_public(__file__, "driver")
     inputs = shards(world_size, gen)
-    expected = driver.reference(inputs)
-    return [
-        Case(
-            check="gradients",
-            fn="sync_gradients",
-            driver="train",
-            label=f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}",
-            inputs=inputs,
-            expected=[expected for _ in range(world_size)],
-            inplace=False,
-            measure=True,
-            parts={"gradients": ["grads"], "parameters": ["params"]},
-            tolerance={"grads": TOLERANCE, "params": TOLERANCE},
-        )
-    ]
-
-
-UNFINISHED = training.UNFINISHED.replace("{} check", "gradients check")
+    label = f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}"
+    return [training.gradient_case("sync_gradients", label, inputs, driver.reference(inputs), TOLERANCE)]
 
 
 def _close(a: Any, b: torch.Tensor) -> bool:
@@ -131,77 +115,43 @@ def gradients(facts: Facts) -> Outcome:
     return _judge(facts, "gradients", _gradient_hint)
 
 
-def _parameter_hint(g: Any, i: int, case: Case, rank: int) -> str:
-    if case_failure(g, i, rank, part="gradients") is None:
-        return (
-            f" The first step's gradients were right, so a later step went wrong: every one of the {STEPS}"
-            " calls must average the gradients that loss.backward() just produced."
-        )
-    return " The gradients were already wrong after the first step: fix those first (see that check)."
+_parameter_hint = training.later_step_hint(
+    f": every one of the {STEPS} calls must average the gradients that loss.backward() just produced."
+)
 
 
 def parameters(facts: Facts) -> Outcome:
     return _judge(facts, "parameters", _parameter_hint)
 
 
+def _over(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
+    what = (
+        f"world size {g.world_size}: rank {r} sent {s} bytes in {STEPS} steps, {s / theory:.3g} times what one"
+        f" all-reduce of the {size}-byte gradients per step needs (2(N-1)/N x {size} x {STEPS} ="
+        f" {round(theory)}). Send each gradient once per step with dist.all_reduce: no extra"
+        " broadcasts, gathers or second reductions"
+    )
+    return what, ""
+
+
+def _under(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
+    what = (
+        f"world size {g.world_size}: rank {r} sent only {s} bytes in {STEPS} steps, {s / theory:.3g} of one"
+        f" all-reduce of the {size}-byte float64 gradients per step ({round(theory)}): every parameter's"
+        " full gradient must be all-reduced at every step"
+    )
+    return what, ""
+
+
 def communication(facts: Facts) -> Outcome:
-    problems: list[str] = []
-    unfinished: list[str] = []
-    data: dict[str, Any] = {}
-    good = total = 0
-    for g, i, case in training.cases_judging(facts, "gradients"):
-        if not case.measure:
-            continue
-        total += 1
-        n = g.world_size
-        wire = g.wire.get(i)
-        if wire is None or not training.finished(g, i):
-            unfinished.append(str(n))
-            continue
-        size = sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
-        theory = STEPS * 2 * (n - 1) * size / n
-        high, low = HIGH * theory + HEADERS, LOW * theory
-        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
-        data[f"world_size_{n}"] = {
-            "gradient_bytes": size,
-            "steps": STEPS,
-            "one_allreduce_per_step_bytes_per_rank": round(theory),
-            "measured_bytes_per_rank": sent,
-            "ratio": [round(s / theory, 4) for s in sent],
-            "sent": wire["sent"],
-        }
-        over = [(r, s) for r, s in enumerate(sent) if s > high]
-        under = [(r, s) for r, s in enumerate(sent) if s < low]
-        if over:
-            r, s = over[0]
-            problems.append(
-                f"world size {n}: rank {r} sent {s} bytes in {STEPS} steps, {s / theory:.3g} times what one"
-                f" all-reduce of the {size}-byte gradients per step needs (2(N-1)/N x {size} x {STEPS} ="
-                f" {round(theory)}). Send each gradient once per step with dist.all_reduce: no extra"
-                " broadcasts, gathers or second reductions"
-            )
-        elif under:
-            r, s = under[0]
-            problems.append(
-                f"world size {n}: rank {r} sent only {s} bytes in {STEPS} steps, {s / theory:.3g} of one"
-                f" all-reduce of the {size}-byte float64 gradients per step ({round(theory)}): every parameter's"
-                " full gradient must be all-reduced at every step"
-            )
-        elif not training.values_right(g, i, ("gradients", "parameters")):
-            problems.append(
-                f"world size {n}: the bytes look right, but the gradients or parameters are wrong (see those"
-                " checks), and bytes count only for training whose values are right"
-            )
-        else:
-            good += 1
-    if not total:
-        return Outcome(False, "no measured training run", data, fraction=0.0)
-    if unfinished:
-        problems.append(UNFINISHED.format(training.sizes(unfinished), "its traffic says nothing"))
-    if problems:
-        message = "; ".join(problems[:3]) + "."
-        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
-    return Outcome(True, "each rank sent one all-reduce's worth of gradient bytes per step", data, fraction=1.0)
+    return training.gradient_bytes(
+        facts,
+        steps=STEPS,
+        bounds=(HIGH, LOW, HEADERS),
+        over=_over,
+        under=_under,
+        success="each rank sent one all-reduce's worth of gradient bytes per step",
+    )
 
 
 RULES = {

@@ -19,6 +19,7 @@ others' when a unit runs) and then:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -87,7 +88,7 @@ def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return ((out.float() - y) ** 2).mean()
 
 
-def build_optimizer(params: list[torch.Tensor], inputs: dict[str, Any]) -> torch.optim.Optimizer:
+def build_optimizer(params: Sequence[torch.Tensor], inputs: dict[str, Any]) -> torch.optim.Optimizer:
     """``torch.optim.AdamW`` on float32 tensors, the same on every rank and in the reference."""
     return torch.optim.AdamW(params, lr=float(inputs["lr"]), weight_decay=float(inputs["weight_decay"]), foreach=False)
 
@@ -196,13 +197,13 @@ def emulate(
             loss = loss_fn(copy(x.to(low)), y)
             loss.backward()
             losses[r].append(loss.detach())
-            mine = [c.grad.to(reduce_dtype) for c in copy.parameters()]
+            mine = [c.grad.to(reduce_dtype) for c in copy.parameters() if c.grad is not None]
             total = mine if not total else [t + g for t, g in zip(total, mine, strict=True)]
         with torch.no_grad():
             for p, g in zip(params, total, strict=True):
                 p.grad = (g / world_size).to(torch.float32)
         if step_ == 0:
-            grads = {name: p.grad.clone() for name, p in master.named_parameters()}
+            grads = {name: p.grad.clone() for name, p in master.named_parameters() if p.grad is not None}
         optimizer.step()
     return {
         "grads": grads,

@@ -51,7 +51,7 @@ def unit_parameters(model: nn.Module, strategy: str) -> dict[str, list[str]]:
     if strategy == "per-layer":
         inner = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
     elif strategy == "per-block":
-        inner = [f"blocks.{i}" for i in range(len(model.blocks))]
+        inner = [f"blocks.{name}" for name, _ in model.get_submodule("blocks").named_children()]
     else:
         inner = []
     units: dict[str, list[str]] = {ROOT: []}

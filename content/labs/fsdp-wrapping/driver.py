@@ -18,6 +18,7 @@ model from the seed it is given (``build_model``), calls your ``wrap(model, stra
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -89,7 +90,7 @@ def loss_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return ((model(x) - y) ** 2).mean()
 
 
-def build_optimizer(params: list[torch.Tensor], inputs: dict[str, Any]) -> torch.optim.Optimizer:
+def build_optimizer(params: Sequence[torch.Tensor], inputs: dict[str, Any]) -> torch.optim.Optimizer:
     """``torch.optim.AdamW``, the same on every rank and in the single-process reference."""
     return torch.optim.AdamW(params, lr=float(inputs["lr"]), weight_decay=float(inputs["weight_decay"]), foreach=False)
 
@@ -101,12 +102,14 @@ def _wrapped(submission: Any, inputs: dict[str, Any]) -> nn.Module:
 
 
 def _sharding(model: nn.Module) -> dict[str, dict[str, Any]]:
+    from torch.distributed.tensor import Shard  # here: DTensor's modules cost an import only where used
+
     out: dict[str, dict[str, Any]] = {}
     for name, p in model.named_parameters():
         if is_dtensor(p):
             local = p.to_local()
             placements = ", ".join(
-                f"Shard({pl.dim})" if pl.is_shard() else f"{type(pl).__name__}()" for pl in p.placements
+                f"Shard({pl.dim})" if isinstance(pl, Shard) else f"{type(pl).__name__}()" for pl in p.placements
             )
             out[name] = {
                 "sharded": True,
@@ -275,12 +278,16 @@ def memory_reference(inputs: dict[str, Any], world_size: int) -> list[dict[str, 
             fill_rows(p, name, int(inputs["seed"]), (0, p.shape[0]), p.shape)
     x, y = make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
     losses = [loss_fn(model, shard(x, r, world_size), shard(y, r, world_size)) for r in range(world_size)]
-    (sum(losses) / world_size).backward()
+    total = losses[0]
+    for loss in losses[1:]:  # summed in order, as sum() would (it starts from 0, and 0 + loss is loss)
+        total = total + loss
+    (total / world_size).backward()
     out = []
     for r in range(world_size):
         rows = {}
         for name, p in model.named_parameters():
             per = -(-p.shape[0] // world_size)
+            assert p.grad is not None  # every parameter is in the loss
             g = p.grad.detach()[r * per : (r + 1) * per]
             rows[name] = g.reshape(g.shape[0], -1).sum(1)
         out.append({"loss": losses[r].detach().reshape(1).clone(), "grad_rows": rows})

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, load_public, result, training
+from labs.authoring import Case, Facts, Outcome, load_public, result, training
 
 DIMS = [256, 16, 16, 8]  # 4,520 float64 parameters: 35.3 KiB of gradients per all-reduce
 # The global batch of every optimizer step, on every world size. Each example is 2,112 bytes (256 + 8
@@ -78,33 +78,8 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     expected = driver.reference(inputs)
     k = int(inputs[0]["micro_batches"])
     per = BATCH // world_size // k
-    return [
-        Case(
-            check="gradients",
-            fn="accumulate_and_sync",
-            driver="train",
-            label=f"{STEPS} steps, global batch {BATCH} = {world_size} ranks x {k} micro-batches of {per}",
-            inputs=inputs,
-            expected=[expected for _ in range(world_size)],
-            inplace=False,
-            measure=True,
-            parts={"gradients": ["grads"], "parameters": ["params"]},
-            tolerance={"grads": TOLERANCE, "params": TOLERANCE},
-        )
-    ]
-
-
-UNFINISHED = training.UNFINISHED.replace("{} check", "gradients check")
-
-
-def _flat(tree: dict[str, Any], names: list[str]) -> torch.Tensor | None:
-    parts = []
-    for name in names:
-        t = tree.get(name)
-        if not isinstance(t, torch.Tensor) or t.dtype != torch.float64:
-            return None
-        parts.append(t.reshape(-1))
-    return torch.cat(parts)
+    label = f"{STEPS} steps, global batch {BATCH} = {world_size} ranks x {k} micro-batches of {per}"
+    return [training.gradient_case("accumulate_and_sync", label, inputs, expected, TOLERANCE)]
 
 
 def _first_step_gradients(per_rank: list[dict[str, Any]]) -> dict[str, list[dict[str, torch.Tensor]]]:
@@ -121,6 +96,16 @@ def _first_step_gradients(per_rank: list[dict[str, Any]]) -> dict[str, list[dict
     return out
 
 
+def _mean(trees: list[dict[str, torch.Tensor]], names: list[str]) -> torch.Tensor:
+    """The mean of gradient trees computed here (float64, so each flattens), summed in their order."""
+    total = torch.zeros(())
+    for tree in trees:
+        flat = training.flat(tree, names)
+        assert flat is not None, "the reference's gradients are float64"
+        total = total + flat
+    return total / len(trees)
+
+
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.allclose(a, b, rtol=1e-6, atol=1e-12)
 
@@ -131,7 +116,7 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
     names = list(expected)
     if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
         return ""
-    mine, want = _flat(got["grads"], names), _flat(expected, names)
+    mine, want = training.flat(got["grads"], names), training.flat(expected, names)
     if mine is None or want is None or mine.shape != want.shape or not torch.isfinite(mine).all():
         return " Leave a float64 gradient in every parameter's .grad (the same shape as the parameter)."
     n, k = g.world_size, int(case.inputs[rank]["micro_batches"])
@@ -151,14 +136,14 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
         if factor != 1 and _same(mine, factor * want):
             return hint
     micro = _first_step_gradients(case.inputs)
-    local = sum(_flat(m, names) for m in micro[str(rank)]) / k  # type: ignore[operator]
+    local = _mean(micro[str(rank)], names)
     for factor in (1, k):
         if _same(mine, factor * local):
             return (
                 " The gradients are this rank's own accumulated gradients: nothing was averaged across the ranks."
                 " After the last micro-batch, all-reduce every gradient once and divide by dist.get_world_size()."
             )
-    last = sum(_flat(micro[str(r)][-1], names) for r in range(n)) / n  # type: ignore[operator]
+    last = _mean([micro[str(r)][-1] for r in range(n)], names)
     for factor in (1, 1 / k):
         if _same(mine, factor * last):
             return (
@@ -181,14 +166,11 @@ def gradients(facts: Facts) -> Outcome:
     return _judge(facts, "gradients", _gradient_hint)
 
 
-def _parameter_hint(g: Any, i: int, case: Case, rank: int) -> str:
-    if case_failure(g, i, rank, part="gradients") is None:
-        return (
-            f" The first step's gradients were right, so a later step went wrong. The driver never clears .grad"
-            f" and optimizer.step() leaves it in place: start each of the {STEPS} calls from zero gradients"
-            " (model.zero_grad() or p.grad = None for every parameter) before the first backward()."
-        )
-    return " The gradients were already wrong after the first step: fix those first (see that check)."
+_parameter_hint = training.later_step_hint(
+    ". The driver never clears .grad and optimizer.step() leaves it in place: start each of the"
+    f" {STEPS} calls from zero gradients (model.zero_grad() or p.grad = None for every parameter) before"
+    " the first backward()."
+)
 
 
 def parameters(facts: Facts) -> Outcome:
@@ -204,8 +186,8 @@ EXTRA = "all-reduce the gradients once per call, with no extra broadcasts, gathe
 MISSING = "every parameter's full accumulated gradient must be all-reduced once per call, in float64"
 
 
-def _over(n: int, k: int, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
-    ratio = s / theory
+def _over(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
+    n, k, ratio = g.world_size, int(case.inputs[0]["micro_batches"]), s / theory
     what = (
         f"world size {n}: rank {r} sent {s} bytes in {STEPS} optimizer steps, {ratio:.3g} times one all-reduce"
         f" of the {size}-byte gradients per step (2(N-1)/N x {size} x {STEPS} = {round(theory)}; K = {k})"
@@ -213,61 +195,24 @@ def _over(n: int, k: int, r: int, s: int, theory: float, size: int) -> tuple[str
     return what, PER_MICRO_BATCH if 0.8 * k <= ratio <= 1.3 * k else EXTRA
 
 
+def _under(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
+    what = (
+        f"world size {g.world_size}: rank {r} sent only {s} bytes in {STEPS} optimizer steps, {s / theory:.3g} of"
+        f" one all-reduce of the {size}-byte float64 gradients per step ({round(theory)})"
+    )
+    return what, MISSING
+
+
 def communication(facts: Facts) -> Outcome:
-    problems: list[tuple[str, str]] = []
-    unfinished: list[str] = []
-    data: dict[str, Any] = {}
-    good = total = 0
-    for g, i, case in training.cases_judging(facts, "gradients"):
-        if not case.measure:
-            continue
-        total += 1
-        n, k = g.world_size, int(case.inputs[0]["micro_batches"])
-        wire = g.wire.get(i)
-        if wire is None or not training.finished(g, i):
-            unfinished.append(str(n))
-            continue
-        size = sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
-        theory = STEPS * 2 * (n - 1) * size / n
-        high, low = HIGH * theory + HEADERS, LOW * theory
-        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
-        data[f"world_size_{n}"] = {
-            "gradient_bytes": size,
-            "steps": STEPS,
-            "micro_batches": k,
-            "one_allreduce_per_step_bytes_per_rank": round(theory),
-            "measured_bytes_per_rank": sent,
-            "ratio": [round(s / theory, 4) for s in sent],
-            "sent": wire["sent"],
-        }
-        over = [(r, s) for r, s in enumerate(sent) if s > high]
-        under = [(r, s) for r, s in enumerate(sent) if s < low]
-        if over:
-            problems.append(_over(n, k, *over[0], theory, size))
-        elif under:
-            r, s = under[0]
-            what = (
-                f"world size {n}: rank {r} sent only {s} bytes in {STEPS} optimizer steps, {s / theory:.3g} of one"
-                f" all-reduce of the {size}-byte float64 gradients per step ({round(theory)})"
-            )
-            problems.append((what, MISSING))
-        elif not training.values_right(g, i, ("gradients", "parameters")):
-            what = (
-                f"world size {n}: the bytes look right, but the gradients or parameters are wrong (see those"
-                " checks), and bytes count only for training whose values are right"
-            )
-            problems.append((what, ""))
-        else:
-            good += 1
-    if not total:
-        return Outcome(False, "no measured training run", data, fraction=0.0)
-    if unfinished:
-        problems.append((UNFINISHED.format(training.sizes(unfinished), "its traffic says nothing"), ""))
-    if problems:
-        advice = [a for a in dict.fromkeys(a for _, a in problems) if a]
-        message = "; ".join(w for w, _ in problems) + "." + "".join(f" {a[0].upper()}{a[1:]}." for a in advice)
-        return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
-    return Outcome(True, "each rank sent one all-reduce's worth of gradient bytes per optimizer step, not K", data, 1.0)
+    return training.gradient_bytes(
+        facts,
+        steps=STEPS,
+        bounds=(HIGH, LOW, HEADERS),
+        over=_over,
+        under=_under,
+        success="each rank sent one all-reduce's worth of gradient bytes per optimizer step, not K",
+        shown=lambda case: {"micro_batches": int(case.inputs[0]["micro_batches"])},
+    )
 
 
 RULES = {

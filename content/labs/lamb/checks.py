@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, load_public, off_by, result, tensor_difference
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, off_by, result, tensor_difference, training
 
 DIMS = [16, 48, 32, 4]  # the graded 3-layer MLP; its three biases start at zero
 BATCH = 64
@@ -53,6 +53,8 @@ class ReferenceLamb:
         with torch.no_grad():
             for p, m, v in zip(self.params, self.m, self.v, strict=True):
                 g = p.grad
+                if g is None:  # as torch's optimizers do: a parameter without a gradient is left alone
+                    continue
                 m.copy_(beta1 * m + (1 - beta1) * g)
                 v.copy_(beta2 * v + (1 - beta2) * g * g)
                 m_hat, v_hat = m / (1 - beta1**self.t), v / (1 - beta2**self.t)
@@ -66,28 +68,16 @@ class ReferenceLamb:
 def reference(inputs: dict[str, Any]) -> dict[str, Any]:
     """The graded run and the LAMB convergence runs, with ``ReferenceLamb``."""
     driver = load_public(__file__, "driver")
-    dims, batch = list(inputs["dims"]), int(inputs["batch"])
-    model = driver.build_model(int(inputs["seed"]), dims)
+    model = driver.build_model(int(inputs["seed"]), list(inputs["dims"]))
     optimizer = ReferenceLamb(model.parameters(), lr=inputs["lr"], betas=tuple(inputs["betas"]),
                               eps=inputs["eps"], weight_decay=inputs["weight_decay"])  # fmt: skip
-    first: dict[str, torch.Tensor] = {}
-    for step in range(int(inputs["steps"])):
-        optimizer.zero_grad()
-        x, y = driver.make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
-        driver.loss_fn(model, x, y).backward()
-        optimizer.step()
-        if step == 0:
-            first = {name: p.detach().clone() for name, p in model.named_parameters()}
+    trained = training.train_steps(driver, model, optimizer, inputs)
     wd = float(inputs["curve_weight_decay"])
     lamb = [
         driver.run_curve(lambda p, lr: ReferenceLamb(p, lr=lr, weight_decay=wd), inputs, int(size))
         for size in inputs["batches"]
     ]
-    return {
-        "first": first,
-        "params": {name: p.detach().clone() for name, p in model.named_parameters()},
-        "curves": {"lamb": torch.tensor(lamb, dtype=torch.float64)},
-    }
+    return {**trained, "curves": {"lamb": torch.tensor(lamb, dtype=torch.float64)}}
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
@@ -258,7 +248,9 @@ def _first_failure(facts: Facts, key: str, names: Callable[[dict[str, Any]], lis
         tree = result(g, i, r)
         if not isinstance(tree, dict):
             return f"{g.name}: {case_failure(g, i, r) or 'no result'}", None
-        got = tree.get(key) if isinstance(tree.get(key), dict) else {}
+        got = tree.get(key)
+        if not isinstance(got, dict):
+            got = {}
         for name in names(want):
             if not _right(got.get(name), want[name]):
                 return f"{g.name}, {case.label}: {_describe(key, name, got.get(name), want[name])}", (g, i, case, r)

@@ -147,9 +147,7 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         scaler.step(optimizer)
         if step == 0:
             first = {
-                n: params[n].grad.detach().clone()
-                if params[n].grad is not None
-                else torch.full_like(params[n], math.nan)
+                n: g.detach().clone() if (g := params[n].grad) is not None else torch.full_like(params[n], math.nan)
                 for n in mine
             }
         scaler.update()

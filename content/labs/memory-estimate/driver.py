@@ -77,7 +77,7 @@ class CheckpointedTransformer(Decoder):
         return self.head(self.norm(x))
 
 
-def build_model(config: dict[str, Any]) -> torch.nn.Module:
+def build_model(config: dict[str, Any]) -> TwoTowerModel | CheckpointedTransformer:
     """The float32 model described by ``config``, its parameters drawn from ``config["seed"]``."""
     with torch.random.fork_rng(devices=[]):  # leaves the caller's random state alone
         torch.manual_seed(int(config["seed"]))

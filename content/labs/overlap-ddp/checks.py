@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, load_public, result, training
+from labs.authoring import Case, Facts, Outcome, load_public, result, training
 
 # 12,594 float64 parameters: 98.4 KiB of gradients per step. The first layer (1 -> 1, a learnable scale and shift of
 # the single input feature) is 16 bytes of gradients, which every cap below leaves alone in the last bucket.
@@ -117,19 +117,9 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
         "bucket_cap_bytes": cap,
     }
     expected = driver.reference(inputs)
+    label = f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))}, bucket cap {cap} bytes"
     return [
-        Case(
-            check="gradients",
-            fn="OverlappingDDP",
-            driver="train",
-            label=f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))}, bucket cap {cap} bytes",
-            inputs=[dict(inputs) for _ in range(world_size)],
-            expected=[expected for _ in range(world_size)],
-            inplace=False,
-            measure=True,
-            parts={"gradients": ["grads"], "parameters": ["params"]},
-            tolerance={"grads": TOLERANCE, "params": TOLERANCE},
-        )
+        training.gradient_case("OverlappingDDP", label, [dict(inputs) for _ in range(world_size)], expected, TOLERANCE)
     ]
 
 
@@ -199,14 +189,10 @@ def gradients(facts: Facts) -> Outcome:
     return _judge(facts, "gradients", _gradient_hint)
 
 
-def _parameter_hint(g: Any, i: int, case: Case, rank: int) -> str:
-    if case_failure(g, i, rank, part="gradients") is None:
-        return (
-            f" The first step's gradients were right, so a later step went wrong: every one of the {STEPS}"
-            " steps gets new .grad tensors (the driver sets them to None), so find each bucket's gradients anew"
-            " in every backward pass and reset what counts the ready gradients in finish()."
-        )
-    return " The gradients were already wrong after the first step: fix those first (see that check)."
+_parameter_hint = training.later_step_hint(
+    f": every one of the {STEPS} steps gets new .grad tensors (the driver sets them to None), so find each"
+    " bucket's gradients anew in every backward pass and reset what counts the ready gradients in finish()."
+)
 
 
 def parameters(facts: Facts) -> Outcome:

@@ -49,7 +49,7 @@ def issued() -> int:
     total = 0
     for group in list(c10d._world.pg_map):
         try:
-            total += int(group._get_sequence_number_for_group())
+            total += int(group._get_sequence_number_for_group())  # type: ignore[attr-defined]  # in torch 2.13, not its stubs
         except RuntimeError:  # a group this rank is not part of
             continue
     return total

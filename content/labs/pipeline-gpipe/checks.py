@@ -73,8 +73,8 @@ def stages(settings: dict[str, Any], world_size: int, gen: torch.Generator) -> l
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     driver = load_public(__file__, "driver")
-    measured = {"dims": dims(world_size, WIDTH), "batch": BATCH, "micro_batches": [MEASURED_M]}
-    timed = {
+    measured: dict[str, Any] = {"dims": dims(world_size, WIDTH), "batch": BATCH, "micro_batches": [MEASURED_M]}
+    timed: dict[str, Any] = {
         "dims": dims(world_size, TIMED_WIDTH),
         "batch": TIMED_BATCH,
         "micro_batches": TIMED_M,
@@ -291,7 +291,7 @@ def bubble(facts: Facts) -> Outcome:
             lines = series.setdefault(
                 n, {"theory": [[v, round(schedule.theory(n, v), 4)] for v in TIMED_M], "schedule": []}
             )
-            if ideal is not None and [m, mine] not in lines["schedule"]:
+            if mine is not None and [m, mine] not in lines["schedule"]:
                 lines["schedule"] = sorted([*lines["schedule"], [m, mine]])
             if inputs.get("timed"):
                 measured = schedule.measured([_at(t.get("timing"), run(m)) for t in trees])  # type: ignore[union-attr]

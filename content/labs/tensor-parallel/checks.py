@@ -19,9 +19,9 @@ from labs.authoring import Case, Facts, Outcome, load_public, rules, training
 # The measured MLP: 64 x 512 float64 inputs (256 KiB) and 64 x 384 outputs (192 KiB), large
 # enough that gloo's framing is noise; hidden 192 splits over 2, 3 and 4 ranks. Its weights
 # (768 KiB and 576 KiB) would stand out on the wire if a layer gathered them.
-MEASURED = {"batch": [64], "d_in": 512, "d_hidden": 192, "d_out": 384, "bias": True}
+MEASURED: dict[str, Any] = {"batch": [64], "d_in": 512, "d_hidden": 192, "d_out": 384, "bias": True}
 # No biases, a 3-d input and sizes that do not divide: the layers are not written for one shape.
-SMALL = {"batch": [2, 3], "d_in": 10, "d_hidden": 24, "d_out": 7, "bias": False}
+SMALL: dict[str, Any] = {"batch": [2, 3], "d_in": 10, "d_hidden": 24, "d_out": 7, "bias": False}
 TOLERANCE = (1e-9, 1e-11)  # float64; the ranks sum the partial products in another order
 KEYS = ("hidden", "output", "column_weights", "row_weights", "grad_x", "grads")
 # One all-reduce sends 2(N-1)/N of the tensor per rank; allow 10% and a little framing on top,

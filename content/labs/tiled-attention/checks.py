@@ -210,12 +210,12 @@ def memory(facts: Facts) -> Outcome:
             fraction=0.0,
         )
     tree = result(g, 0, 0)
-    why = case_failure(g, 0, 0) if tree is None else sampled_failure(case.inputs[0], tree)
-    if why is not None:
+    wrong = case_failure(g, 0, 0) if tree is None else sampled_failure(case.inputs[0], tree)
+    if wrong is not None:
         return Outcome(
             False,
             f"In {where}, the memory ({_mib(peak)}) counts only for a call that computed attention, and neither its out"
-            f" nor its lse is right ({why}); see the other checks.",
+            f" nor its lse is right ({wrong}); see the other checks.",
             data,
             fraction=0.0,
         )

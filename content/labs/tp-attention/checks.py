@@ -19,9 +19,9 @@ from labs.authoring import Case, Facts, Outcome, load_public, rules, training
 # The measured layer: a 2 x 96 x 192 float64 input and output (288 KiB each), large enough that
 # gloo's framing is noise; 12 heads split over 2, 3 and 4 ranks. Its weights (864 KiB for the
 # fused QKV projection, 288 KiB for the output projection) would stand out on the wire.
-MEASURED = {"batch": 2, "seq": 96, "d_model": 192, "heads": 12, "bias": True}
+MEASURED: dict[str, Any] = {"batch": 2, "seq": 96, "d_model": 192, "heads": 12, "bias": True}
 # No biases and a head dimension of 3: the layer is not written for one shape.
-SMALL = {"batch": 3, "seq": 5, "d_model": 36, "heads": 12, "bias": False}
+SMALL: dict[str, Any] = {"batch": 3, "seq": 5, "d_model": 36, "heads": 12, "bias": False}
 TOLERANCE = (1e-9, 1e-11)  # float64; the ranks sum the partial products in another order
 KEYS = ("output", "weights", "grad_x", "grads")
 # One all-reduce sends 2(N-1)/N of the tensor per rank; allow 10% and a little framing on top,

@@ -63,22 +63,12 @@ def reference(inputs: dict[str, Any]) -> dict[str, Any]:
     dims, batch, steps = list(inputs["dims"]), int(inputs["batch"]), int(inputs["steps"])
     model = driver.build_model(int(inputs["seed"]), dims)
     optimizer = _adamw(list(model.parameters()), inputs)
-    first: dict[str, torch.Tensor] = {}
-    for step in range(steps):
-        optimizer.zero_grad()
-        x, y = driver.make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
-        driver.loss_fn(model, x, y).backward()
-        optimizer.step()
-        if step == 0:
-            first = {name: p.detach().clone() for name, p in model.named_parameters()}
+    trained = training.train_steps(driver, model, optimizer, inputs)
     optimizer.zero_grad()
     x, y = driver.make_batch(int(inputs["seed"]) + 1 + steps, dims, batch)
     driver.loss_fn(model, x, y).backward()
-    return {
-        "first": first,
-        "params": {name: p.detach().clone() for name, p in model.named_parameters()},
-        "grads": {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None},
-    }
+    grads = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
+    return {**trained, "grads": grads}
 
 
 def memory_reference(inputs: dict[str, Any]) -> dict[str, Any]:

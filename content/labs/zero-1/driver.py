@@ -18,6 +18,7 @@ parameters after the last step) is compared with ``torch.optim.AdamW``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -95,7 +96,7 @@ def memory_gradient(p: torch.Tensor) -> torch.Tensor:
     return p.detach() * 3.0
 
 
-def digest(layers: list[list[torch.Tensor]]) -> torch.Tensor:
+def digest(layers: Sequence[Sequence[torch.Tensor]]) -> torch.Tensor:
     """Per layer, the sum and the sum of squares of its parameters (float64, shape (layers, 2))."""
     rows = []
     with torch.no_grad():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +14,9 @@ import typer
 from app.client import commands as client_commands
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from app.accounts.models import User
     from app.labs.supervisor import Supervisor
 
 app = typer.Typer(help="Ringlab: learn distributed deep-learning training by doing.", no_args_is_help=True)
@@ -303,6 +308,25 @@ def users_create(
         engine.dispose()
 
 
+@contextmanager
+def _account(username: str) -> Iterator[tuple[Session, User]]:
+    """A database session (committed on success) and the account named ``username``; exit 1 if there is none."""
+    from app.accounts.service import find_user
+    from app.config import get_settings
+    from app.db import make_engine, make_sessionmaker, session_scope
+
+    engine = make_engine(get_settings().sqlalchemy_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            user = find_user(username, session=session)
+            if user is None:
+                typer.echo(f"error: there is no account '{username}' (see `ringlab users create`)", err=True)
+                raise typer.Exit(1)
+            yield session, user
+    finally:
+        engine.dispose()
+
+
 @users_app.command("reset-password")
 def users_reset_password(
     username: Annotated[str, typer.Argument(help="The account whose password is reset.")],
@@ -315,23 +339,13 @@ def users_reset_password(
     from datetime import timedelta
 
     from app.accounts.recovery import issue_reset
-    from app.accounts.service import find_user
-    from app.config import get_settings
-    from app.db import make_engine, make_sessionmaker, session_scope, utcnow
+    from app.db import utcnow
 
-    engine = make_engine(get_settings().sqlalchemy_url)
-    try:
-        with session_scope(make_sessionmaker(engine)) as session:
-            user = find_user(username, session=session)
-            if user is None:
-                typer.echo(f"error: no account '{username}'", err=True)
-                raise typer.Exit(1)
-            issued = issue_reset(user, by=None, session=session, now=utcnow(), ttl=timedelta(hours=hours))
-            typer.echo(f"{base_url.rstrip('/')}/reset/{issued.token}")
-            until = f"{issued.expires_at:%Y-%m-%d %H:%M} UTC"
-            typer.echo(f"works once, until {until}; give it to {user.username}, privately", err=True)
-    finally:
-        engine.dispose()
+    with _account(username) as (session, user):
+        issued = issue_reset(user, by=None, session=session, now=utcnow(), ttl=timedelta(hours=hours))
+        typer.echo(f"{base_url.rstrip('/')}/reset/{issued.token}")
+        until = f"{issued.expires_at:%Y-%m-%d %H:%M} UTC"
+        typer.echo(f"works once, until {until}; give it to {user.username}, privately", err=True)
 
 
 @users_app.command("accommodate")
@@ -345,19 +359,12 @@ def users_accommodate(
     remove: Annotated[bool, typer.Option("--remove", help="Take the extra time away.")] = False,
 ) -> None:
     """Grant, change, show (no options) or --remove a student's extra time on every timed quiz."""
-    from app.accounts.service import find_user
-    from app.config import get_settings
-    from app.db import make_engine, make_sessionmaker, session_scope, utcnow
+    from app.db import utcnow
     from app.errors import DomainError
     from app.quizzes import accommodations
 
-    engine = make_engine(get_settings().sqlalchemy_url)
     try:
-        with session_scope(make_sessionmaker(engine)) as session:
-            user = find_user(username, session=session)
-            if user is None:
-                typer.echo(f"error: there is no account '{username}' (see `ringlab users create`)", err=True)
-                raise typer.Exit(1)
+        with _account(username) as (session, user):
             if remove:
                 gone = accommodations.remove(user.id, session=session)
                 typer.echo(f"removed {user.username}'s extra time" if gone else f"{user.username} had no extra time")
@@ -383,8 +390,6 @@ def users_accommodate(
     except DomainError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from None
-    finally:
-        engine.dispose()
 
 
 @lab_app.command("test")

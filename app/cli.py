@@ -411,7 +411,15 @@ def lab_test(
     exits 3; in a run of every lab it is listed as skipped and the exit code is the other labs'.
     """
     from labs.host.grader import Grader, gpu_count
-    from labs.host.prove import MIN_MUTANTS, prove, record_reference_wire, slow_warning, summary, table
+    from labs.host.prove import (
+        MIN_MUTANTS,
+        prove,
+        record_reference_wire,
+        slow_warning,
+        summary,
+        table,
+        tolerance_problems,
+    )
     from labs.spec import LabError, load_labs, mutants
 
     root = _content_dir() / "labs"
@@ -447,6 +455,11 @@ def lab_test(
                 continue
             rows = prove(grader, lab, found)
             typer.echo(f"\n{lab_id}: {lab.spec.title}\n{table(lab, rows, verbose=verbose)}")
+            if tolerances := tolerance_problems(lab):
+                for line in tolerances:
+                    typer.echo(f"  {line}", err=True)
+                failed.append(lab_id)
+                continue
             if warning := slow_warning(lab, rows):
                 typer.echo(f"  {warning}")
             result = summary(rows)

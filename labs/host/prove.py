@@ -191,3 +191,31 @@ def unmatched_tolerances(tolerance: dict[str, object] | None, expected: object) 
     """
     paths = [path for path, _ in leaves(expected)]
     return [key for key in tolerance or {} if not any(p == key or p.startswith((key + "[", key + ".")) for p in paths)]
+
+
+def tolerance_problems(lab: Lab, seed: int = 0) -> list[str]:
+    """Each ``Case`` tolerance key that matches no path of any case's expected result, in the lab's plan.
+
+    Such a key holds nothing to its tolerance (``"param"`` for ``"params"``): the values it meant keep
+    their dtype's default, and a right answer may lose points. (One tolerance dict shared by cases
+    with different results is fine: a key counts as used when it matches some case's result.) Only the
+    cases built tell, so this builds them, as the grader does, from ``checks.py``.
+    """
+    from labs.host.grader import Grader, plan
+
+    _, checks = Grader.load_checks(lab.folder)
+    keys: dict[str, str] = {}  # tolerance key -> the label of a case that names it
+    trees: list[object] = []
+    for group in plan(checks, list(lab.spec.world_sizes), seed):
+        for case in group.cases:
+            trees.extend(case.expected)  # every rank's: a pipeline's last stage alone has the losses
+            for key in case.tolerance or {}:
+                keys.setdefault(key, case.label)
+    unused = set(keys)
+    for tree in trees:
+        unused &= set(unmatched_tolerances(dict.fromkeys(unused), tree))
+    return [
+        f"{lab.checks_path}: tolerance key '{key}' (in the case {keys[key]}) is a prefix of no path of any"
+        " case's expected result: the values it meant keep their dtype's default tolerance"
+        for key in sorted(unused)
+    ]

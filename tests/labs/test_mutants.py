@@ -192,3 +192,21 @@ def test_lab_test_names_a_diff_that_no_longer_applies_and_grades_nothing_of_that
     assert out.returncode == 1, out.stdout + out.stderr
     assert f"{lab.folder / 'mutants' / 'no_all_reduce.diff'}:5: the diff no longer applies to solution.py" in out.stderr
     assert "solution.py  " not in out.stdout and "NOT PROVEN: tree-lab" in out.stderr
+
+
+def test_a_tolerance_key_that_names_no_result_is_an_authoring_error(tmp_path: Path) -> None:
+    """``ringlab lab test`` builds the lab's cases and names a tolerance key that holds nothing to it."""
+    from labs.host.prove import tolerance_problems
+    from labs.spec import COMMON_DIR, DEFAULT_CONTENT, load_lab
+
+    assert tolerance_problems(load_lab(DEFAULT_CONTENT / "checkpoint-resharding")) == []
+    copy = tmp_path / "checkpoint-resharding"
+    shutil.copytree(DEFAULT_CONTENT / "checkpoint-resharding", copy, ignore=shutil.ignore_patterns("mutants"))
+    shutil.copytree(DEFAULT_CONTENT / COMMON_DIR, tmp_path / COMMON_DIR)
+    checks = copy / "checks.py"
+    checks.write_text(checks.read_text().replace('tolerance={"resumed": TOLERANCE}', 'tolerance={"resume": TOLERANCE}'))
+    problems = tolerance_problems(load_lab(copy))
+    assert problems == [
+        f"{copy / 'checks.py'}: tolerance key 'resume' (in the case step 4 on 2 ranks after load_checkpoint) is a"
+        " prefix of no path of any case's expected result: the values it meant keep their dtype's default tolerance"
+    ]

@@ -76,6 +76,12 @@ def test_an_instructor_reviews_a_student_regrades_a_lab_and_downloads_the_gradeb
     assert page.evaluate("window.__stays") == "same page"
     expect(page).to_have_url(re.compile(rf"q={student[:5]}"))  # the filter is in the address: it survives a reload
     shot(page, "2-gradebook")
+    # Scrolled to its last column, the table keeps the student's name in view at its left edge.
+    scroller = page.locator("#gradebook-table .overflow-auto")
+    assert scroller.evaluate("el => el.scrollWidth > el.clientWidth")  # wider than the page: it scrolls
+    scroller.evaluate("el => { el.scrollLeft = el.scrollWidth }")
+    name, frame = row.get_by_role("link", name=student).bounding_box(), scroller.bounding_box()
+    assert name is not None and frame is not None and frame["x"] <= name["x"] < frame["x"] + 40, (name, frame)
     row.get_by_role("link", name=student).click()
 
     # The student's page: the quiz attempt opens read-only with the key; the submission names the student.

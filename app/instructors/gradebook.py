@@ -43,6 +43,15 @@ class Column:
     percent: bool = False  # the figure is a fraction shown as a percentage
     gave_up: bool = False  # the cells also count parts the student gave up on (exercise sets)
 
+    def count_words(self, n: int) -> str:
+        """The count as a page says it: "1 attempt", "3 parts tried" (``count_label`` is a field name)."""
+        many = (self.count_label or "").replace("_", " ")
+        one = SINGULAR.get(many, many.removesuffix("s"))
+        return f"{n} {one if n == 1 else many}"
+
+
+SINGULAR = {"parts tried": "part tried"}  # where dropping the last "s" is not English
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -257,6 +266,8 @@ class Gradebook:
     descending: bool = False
     query: str = ""
     groups: list[tuple[str, int]] = field(default_factory=list)  # (group, column count), for the header
+    shown: tuple[str, ...] = ()  # the groups chosen (``show``); empty: every group
+    available: tuple[str, ...] = ()  # every group there are columns of, to choose from
 
     @property
     def pages(self) -> int:
@@ -270,7 +281,9 @@ class Gradebook:
             "desc": "true" if (self.descending if descending is None else descending) else "",
             "page": page if page != 1 else "",
         }
-        query = urlencode({k: v for k, v in values.items() if v != "" and not (k == "sort" and v == "name")})
+        pairs = [(k, v) for k, v in values.items() if v != "" and not (k == "sort" and v == "name")]
+        first = [p for p in pairs if p[0] == "q"]  # the filter, then the columns shown, then the order and page
+        query = urlencode([*first, *(("show", g) for g in self.shown), *(p for p in pairs if p[0] != "q")])
         return f"/instructor/gradebook?{query}" if query else "/instructor/gradebook"
 
     def sort_url(self, key: str) -> str:
@@ -311,13 +324,20 @@ def build(
     page: int = 1,
     per_page: int | None = PER_PAGE,
     sources: Sequence[Source] = SOURCES,
+    show: Collection[str] = (),
 ) -> Gradebook:
     """The gradebook of the students whose name contains ``query``, sorted, one page of it.
 
     ``per_page=None`` gives every row (the exports). Sorted by name, only the page's students
     are looked up; sorted by a column, that column is computed for every matching student first.
+    ``show`` keeps the columns of those groups only (unknown names are ignored; none: every group), and
+    only their cells are computed.
     """
     per_source = [(src, src.columns(session=session, ctx=ctx)) for src in sources]
+    available = tuple(dict.fromkeys(c.group for _, cols in per_source for c in cols))
+    shown = tuple(g for g in available if g in set(show))
+    if shown:
+        per_source = [(src, [c for c in cols if c.group in shown]) for src, cols in per_source]
     columns = [c for _, cols in per_source for c in cols]
     if sort != "name" and sort not in {c.key for c in columns}:
         sort = "name"
@@ -343,6 +363,7 @@ def build(
         ids = [s.id for s in everyone] if per_page is not None else ids
     cells: Cells = {}
     for src, cols in per_source:
-        cells.update(src.cells(cols, ids, session=session, ctx=ctx))
+        if cols:  # a group not shown costs no query
+            cells.update(src.cells(cols, ids, session=session, ctx=ctx))
     rows = [Row(s, {c.key: cells[(s.id, c.key)] for c in columns if (s.id, c.key) in cells}) for s in everyone]
-    return Gradebook(columns, rows, total, page, size, sort, descending, query, _groups(columns))
+    return Gradebook(columns, rows, total, page, size, sort, descending, query, _groups(columns), shown, available)

@@ -50,9 +50,10 @@ def gradebook_page(
     sort: Annotated[str, Query(max_length=120)] = "name",
     desc: bool = False,
     page: Annotated[int, Query(ge=1)] = 1,
+    show: Annotated[list[str], Query(max_length=8)] = [],  # noqa: B006 - FastAPI copies a query default
 ) -> HTMLResponse:
     ctx = gradebook.Context(now=utcnow())
-    book = gradebook.build(session=session, ctx=ctx, query=q, sort=sort, descending=desc, page=page)
+    book = gradebook.build(session=session, ctx=ctx, query=q, sort=sort, descending=desc, page=page, show=show)
     response = render(
         request, "instructor/gradebook.html", {"book": book}, block="table" if _partial(request) else None
     )

@@ -82,6 +82,12 @@ def test_an_instructor_reviews_a_student_regrades_a_lab_and_downloads_the_gradeb
     scroller.evaluate("el => { el.scrollLeft = el.scrollWidth }")
     name, frame = row.get_by_role("link", name=student).bounding_box(), scroller.bounding_box()
     assert name is not None and frame is not None and frame["x"] <= name["x"] < frame["x"] + 40, (name, frame)
+    # Only the labs' columns: ticked, the table is swapped in place and the choice kept in the address.
+    page.get_by_role("group", name="Show").get_by_role("checkbox", name="Labs").check()
+    expect(page.locator('th[data-column="quiz:ch35-quiz"]')).to_have_count(0)
+    expect(row.locator('td[data-column="lab:ring-allreduce"]')).to_contain_text("10/10")
+    expect(page).to_have_url(re.compile(r"show=Labs"))
+    assert page.evaluate("window.__stays") == "same page"
     row.get_by_role("link", name=student).click()
 
     # The student's page: the quiz attempt opens read-only with the key; the submission names the student.

@@ -139,3 +139,32 @@ def test_a_run_that_stopped_early_counts_with_the_points_it_earned(session: Sess
     book = gradebook.build(session=session, ctx=ctx())
     assert book.rows[1].cell("lab:ring-allreduce") == gradebook.Cell(3, 2, 0)
     assert lab_best_scores(bob.id, ["ring-allreduce"], session=session) == {"ring-allreduce": (3, 10)}
+
+
+def test_staff_choose_which_kinds_of_column_to_show(session: Session, klass: Klass, client: TestClient) -> None:
+    labs_only = gradebook.build(session=session, ctx=ctx(), show=["Labs", "Nonsense"])
+    assert {c.group for c in labs_only.columns} == {"Labs"} and labs_only.shown == ("Labs",)
+    assert labs_only.available == ("Quizzes", "Labs", "Exercises", "Flashcards")
+    ada = next(r for r in labs_only.rows if r.student.username == "ada")
+    assert ada.cell("lab:ring-allreduce") == gradebook.Cell(10, 2, 0) and "quiz:module-202" not in ada.cells
+    # Sorting by a column that is not shown sorts by name; the choice stays in every link.
+    hidden = gradebook.build(session=session, ctx=ctx(), show=["Labs"], sort="quiz:module-202")
+    assert hidden.sort == "name"
+    assert labs_only.url(page=2) == "/instructor/gradebook?show=Labs&page=2"
+    assert (
+        gradebook.build(session=session, ctx=ctx(), show=[]).columns
+        == gradebook.build(session=session, ctx=ctx()).columns
+    )
+    sign_in(client, "prof")
+    page = client.get("/instructor/gradebook?show=Labs&show=Flashcards").text
+    assert 'data-column="lab:ring-allreduce"' in page and 'data-column="quiz:ch35-quiz"' not in page
+    assert 'value="Labs" checked' in page and 'value="Quizzes" checked' not in page  # the choice, as ticked
+
+
+def test_counts_read_as_words(session: Session, klass: Klass, client: TestClient) -> None:
+    column = gradebook.Column("exercises:x", "Exercises", "X", "parts_tried")
+    assert [column.count_words(n) for n in (1, 3)] == ["1 part tried", "3 parts tried"]
+    attempts = gradebook.Column("quiz:x", "Quizzes", "X", "attempts")
+    assert [attempts.count_words(n) for n in (1, 2)] == ["1 attempt", "2 attempts"]
+    sign_in(client, "prof")
+    assert "parts_tried" not in client.get("/instructor/gradebook").text

@@ -11,6 +11,7 @@ echo "==> ruff" >&2
 .venv/bin/ruff format --check --quiet .
 echo "==> mypy" >&2
 .venv/bin/mypy
+.venv/bin/python scripts/typecheck_labs.py  # the labs' checks, drivers and shared helpers
 echo "==> import contracts" >&2
 .venv/bin/lint-imports --no-cache
 echo "==> content check" >&2

@@ -3,6 +3,7 @@
 ``one_all_reduce``: what a measured call may send per rank when it should be one all-reduce.
 ``wire_per_phase``: the communication rule of a layer lab whose forward and backward are each
 measured (tensor-parallel, tp-attention); a call's bytes count only if its results are right.
+``layer_problems``, ``layer_call`` and ``all_reduce_bytes``: the cases and the wire verdict of such a lab.
 ``same_answer_everywhere``: every rank returned the same bool in each call (param-sync,
 debugging-tools' sync check).
 """
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labs.host.judge import Case, Facts, Outcome, case_failure, result
+from labs.rank.trees import Tolerance
 
 # (data, problem or None) for one measured call: (world size, phase, the case's problem, bytes sent per rank)
 WireVerdict = Callable[[int, str, dict[str, Any], list[int]], tuple[dict[str, Any], str | None]]
@@ -117,3 +119,89 @@ def same_answer_everywhere(
         more = f" ({n} more call{'s' if n > 1 else ''} like this)" if n else ""
         return Outcome(False, f"{problems[0]}{more}.", {"calls": total, "agreed": good}, fraction=good / total)
     return Outcome(True, f"every rank returned the same answer in all {total} calls", {"calls": total}, fraction=1.0)
+
+
+def layer_problems(
+    world_size: int, gen: Any, problems: dict[str, dict[str, Any]], draw: Callable[[dict[str, Any], list[Any]], Any]
+) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
+    """(key, problem, each rank's weights) of a tensor-parallel layer lab, for each of ``problems`` (key: dims).
+
+    A problem is ``{"seed": ..., **dims}``, its seed drawn from a generator every rank may see (what
+    the ranks share comes from it); ``draw(problem, own)`` gives each rank its own weights from its
+    own generator in ``own``, and the rank is given nothing else of them, so it cannot draw another's.
+    """
+    import torch
+
+    from labs.authoring.training import secret_generators
+
+    out = []
+    for key, dims in problems.items():
+        common, *own = secret_generators(gen, world_size + 1)
+        problem = {"seed": int(torch.randint(0, 2**31 - 1, (1,), generator=common)), **dims}
+        out.append((key, problem, draw(problem, own)))
+    return out
+
+
+def layer_call(
+    phase: str,
+    key: str,
+    problem: dict[str, Any],
+    parts: list[dict[str, Any]],
+    expected: list[dict[str, Any]],
+    *,
+    measured: bool,
+    tolerance: dict[str, Tolerance],
+) -> dict[str, Any]:
+    """The rest of a layer lab's ``Case`` for one phase (``Case(check=..., fn=..., driver=phase, label=...,
+    parts=..., **layer_call(...))``): every rank is given the problem, and in the forward call its own
+    weights (``parts``) too; the backward call runs on the layer the forward built."""
+    return {
+        "inputs": [{"key": key, "problem": dict(problem), **(part if phase == "forward" else {})} for part in parts],
+        "expected": expected,
+        "inplace": False,
+        "measure": measured,
+        "tolerance": tolerance,
+    }
+
+
+def all_reduce_bytes(
+    world_size: int,
+    phase: str,
+    tensor: tuple[str, int],
+    sent: list[int],
+    *,
+    bounds: tuple[float, int],
+    advice: tuple[str, str],
+) -> tuple[dict[str, Any], str | None]:
+    """One measured call of a layer lab against one all-reduce of its activation: (what is shown, problem or None).
+
+    ``tensor`` is (its shape as the student sees it, its bytes): in "forward" the float64 output, in
+    "backward" the gradient of x. ``bounds`` is (slack, framing) as ``one_all_reduce`` takes them;
+    ``advice`` says what too many bytes mean, then what too few mean.
+    """
+    shape, nbytes = tensor
+    budget = one_all_reduce(world_size, nbytes, sent, *bounds)
+    what = "output" if phase == "forward" else "gradient of x"
+    one = (
+        f"one all-reduce of the {shape} float64 {what} sends 2(N-1)/N x {nbytes:,} ="
+        f" {round(budget['theory']):,} bytes per rank"
+    )
+    too_many, too_few = advice
+    for r, s in enumerate(sent):
+        if s > budget["high"]:
+            return budget[
+                "shown"
+            ], f"world size {world_size}, {phase}: rank {r} sent {s:,} bytes, but {one}. {too_many}"
+        if s < budget["low"]:
+            return budget["shown"], (
+                f"world size {world_size}, {phase}: rank {r} sent only {s:,} bytes, but {one}. {too_few}"
+            )
+    return budget["shown"], None
+
+
+def layer_communication(facts: Facts, verdict: WireVerdict) -> Outcome:
+    """The communication rule of a tensor-parallel layer lab: one all-reduce forward, one backward
+    (``wire_per_phase`` with ``verdict``); what a layer keeps ("sharding") is read from the rank's own
+    objects, so it is feedback and never makes a call's bytes count or not."""
+    success = "one all-reduce of the output forward and one of the input gradient backward"
+    return wire_per_phase(facts, verdict, success, feedback=("sharding",))

@@ -1,6 +1,8 @@
 """Rules that training labs share (trusted, outside the sandbox): results judged with a hint,
-replicas that must stay identical, what to say when training did not finish, and the
-generators that draw the data each rank may see.
+replicas that must stay identical, what to say when training did not finish, the
+generators that draw the data each rank may see, and a data-parallel lab's measured training
+call (``gradient_parts``) with its communication rule (``gradient_bytes``: one all-reduce of the
+gradients per step, in the lab's words).
 
 A training lab's driver returns, per rank, a tree with the parameters after training
 (``params``) and whatever else its checks judge. Its ``checks.py`` builds on these.
@@ -178,30 +180,28 @@ def first_difference(trees: list[dict[str, Any]], steps: int) -> str | None:
     return None
 
 
-def gradient_case(fn: str, label: str, inputs: list[dict[str, Any]], expected: Any, tolerance: Tolerance) -> Case:
-    """The measured training call of a data-parallel lab: every rank trains ``fn`` on its ``inputs``.
+def gradient_parts(world_size: int, expected: Any, tolerance: Tolerance) -> dict[str, Any]:
+    """The rest of a data-parallel lab's measured training ``Case`` (``Case(check=..., fn=..., driver=...,
+    label=..., inputs=..., **gradient_parts(...))``): the case names its check and driver itself, so
+    the content check sees them.
 
     Every rank must end with the reference's ``expected`` tree: its first step's gradients
     (``grads``, judged by "gradients") and its parameters after training (``params``, judged by
     "parameters"), both within ``tolerance``.
     """
-    return Case(
-        check="gradients",
-        fn=fn,
-        driver="train",
-        label=label,
-        inputs=inputs,
-        expected=[expected for _ in inputs],
-        inplace=False,
-        measure=True,
-        parts={"gradients": ["grads"], "parameters": ["params"]},
-        tolerance={"grads": tolerance, "params": tolerance},
-    )
+    return {
+        "expected": [expected for _ in range(world_size)],
+        "inplace": False,
+        "measure": True,
+        "parts": {"gradients": ["grads"], "parameters": ["params"]},
+        "tolerance": {"grads": tolerance, "params": tolerance},
+    }
 
 
 def later_step_hint(advice: str) -> Hint:
     """The parameters' hint of a lab whose "gradients" check judges the first step: ``advice`` follows
-    "a later step went wrong" when the first step's gradients were right."""
+    "a later step went wrong" when the first step's gradients were right, and starts with its own
+    punctuation (": every call must ...", ". The driver ...")."""
 
     def hint(g: Any, i: int, case: Case, rank: int) -> str:
         if case_failure(g, i, rank, part="gradients") is None:
@@ -283,6 +283,14 @@ def gradient_bytes(
         message = "; ".join(w for w, _ in problems[:3]) + "." + "".join(f" {a[0].upper()}{a[1:]}." for a in advice)
         return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
     return Outcome(True, success, data, fraction=1.0)
+
+
+def returned(g: Any, i: int, case: Case, rank: int, key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(what ``rank`` returned at ``key`` in case ``i``, what it should have), or None if it returned no dict there."""
+    got = result(g, i, rank)
+    if not isinstance(got, dict) or not isinstance(got.get(key), dict):
+        return None
+    return got[key], case.expected[rank][key]
 
 
 def flat(tree: Any, names: list[str]) -> torch.Tensor | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, load_public, result, training
+from labs.authoring import Case, Facts, Outcome, load_public, training
 
 DIMS = [256, 16, 16, 8]  # 4,520 float64 parameters: 35.3 KiB of gradients per all-reduce
 # The global batch: equal shards on 2, 3 and 4 ranks. Each example is 2,112 bytes (256 + 8 float64), so
@@ -25,22 +25,9 @@ TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ
 # Bounds on each rank's bytes over all steps, as multiples of one all-reduce of the gradients per
 # step (2(N-1)/N x S). Measured: a flat buffer 1.002-1.005, one call per parameter 1.01-1.03;
 # reduce+broadcast 1.51 (N = 2), an all-gather 1.51 (N = 3); float32 gradients would be 0.5.
-HIGH, LOW = 1.2, 0.9
-HEADERS = 16384  # bytes per rank on top, for gloo's framing
-
-
-def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
-    return training.judge(facts, check, hint, success="single-process training", void=training.moved_the_data)
-
-
-def ranks_identical(facts: Facts) -> Outcome:
-    return training.ranks_identical(
-        facts,
-        steps=STEPS,
-        first_check="gradients",
-        advice="Every rank must apply the same averaged gradients, so that the replicas never drift apart.",
-        void=training.moved_the_data,
-    )
+# BOUNDS is (high, low, bytes per rank on top for gloo's framing).
+BOUNDS = (1.2, 0.9, 16384)
+VOID = training.moved_the_data  # a rank that sent as many bytes as its data moved it: nothing it returned counts
 
 
 def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
@@ -66,7 +53,11 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     driver = load_public(__file__, "driver")
     inputs = shards(world_size, gen)
     label = f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}"
-    return [training.gradient_case("sync_gradients", label, inputs, driver.reference(inputs), TOLERANCE)]
+    ref = driver.reference(inputs)
+    return [
+        Case(check="gradients", fn="sync_gradients", driver="train", label=label, inputs=inputs,
+             **training.gradient_parts(world_size, ref, TOLERANCE))
+    ]  # fmt: skip
 
 
 def _close(a: Any, b: torch.Tensor) -> bool:
@@ -84,11 +75,10 @@ def _local_gradients(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
 
 
 def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
-    got = result(g, i, rank)
-    expected = case.expected[rank]["grads"]
-    if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
+    found = training.returned(g, i, case, rank, "grads")
+    if found is None:
         return ""
-    grads = got["grads"]
+    grads, expected = found
     wrong = [n for n in expected if not _close(grads.get(n), expected[n])]
     n = g.world_size
     if wrong and all(_close(grads.get(k), n * expected[k]) for k in expected):
@@ -112,7 +102,7 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
 
 
 def gradients(facts: Facts) -> Outcome:
-    return _judge(facts, "gradients", _gradient_hint)
+    return training.judge(facts, "gradients", _gradient_hint, success="single-process training", void=VOID)
 
 
 _parameter_hint = training.later_step_hint(
@@ -121,7 +111,12 @@ _parameter_hint = training.later_step_hint(
 
 
 def parameters(facts: Facts) -> Outcome:
-    return _judge(facts, "parameters", _parameter_hint)
+    return training.judge(facts, "parameters", _parameter_hint, success="single-process training", void=VOID)
+
+
+def ranks_identical(facts: Facts) -> Outcome:
+    advice = "Every rank must apply the same averaged gradients, so that the replicas never drift apart."
+    return training.ranks_identical(facts, steps=STEPS, first_check="gradients", advice=advice, void=VOID)
 
 
 def _over(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
@@ -144,14 +139,8 @@ def _under(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tupl
 
 
 def communication(facts: Facts) -> Outcome:
-    return training.gradient_bytes(
-        facts,
-        steps=STEPS,
-        bounds=(HIGH, LOW, HEADERS),
-        over=_over,
-        under=_under,
-        success="each rank sent one all-reduce's worth of gradient bytes per step",
-    )
+    success = "each rank sent one all-reduce's worth of gradient bytes per step"
+    return training.gradient_bytes(facts, steps=STEPS, bounds=BOUNDS, over=_over, under=_under, success=success)
 
 
 RULES = {

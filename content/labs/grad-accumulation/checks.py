@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, load_public, result, training
+from labs.authoring import Case, Facts, Outcome, load_public, training
 
 DIMS = [256, 16, 16, 8]  # 4,520 float64 parameters: 35.3 KiB of gradients per all-reduce
 # The global batch of every optimizer step, on every world size. Each example is 2,112 bytes (256 + 8
@@ -26,25 +26,20 @@ TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ
 # Bounds on each rank's bytes over all steps, as multiples of one all-reduce of the gradients per
 # optimizer step (2(N-1)/N x S). Measured: a flat buffer 1.00-1.01, one call per parameter 1.01-1.03;
 # an all-reduce after every micro-batch is K times that (2-4 here).
-HIGH, LOW = 1.2, 0.9
-HEADERS = 16384  # bytes per rank on top, for gloo's framing
+# BOUNDS is (high, low, bytes per rank on top for gloo's framing).
+BOUNDS = (1.2, 0.9, 16384)
+VOID = training.moved_the_data  # a rank that sent as many bytes as its data moved it: nothing it returned counts
 
 
 def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
-    return training.judge(facts, check, hint, success="big-batch single-process training", void=training.moved_the_data)
+    return training.judge(facts, check, hint, success="big-batch single-process training", void=VOID)
 
 
 def ranks_identical(facts: Facts) -> Outcome:
-    return training.ranks_identical(
-        facts,
-        steps=STEPS,
-        first_check="gradients",
-        advice=(
-            "Every rank must end each call with the same, all-reduced gradients, so that the replicas "
-            "never drift apart."
-        ),
-        void=training.moved_the_data,
+    advice = (
+        "Every rank must end each call with the same, all-reduced gradients, so that the replicas never drift apart."
     )
+    return training.ranks_identical(facts, steps=STEPS, first_check="gradients", advice=advice, void=VOID)
 
 
 def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
@@ -79,7 +74,10 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     k = int(inputs[0]["micro_batches"])
     per = BATCH // world_size // k
     label = f"{STEPS} steps, global batch {BATCH} = {world_size} ranks x {k} micro-batches of {per}"
-    return [training.gradient_case("accumulate_and_sync", label, inputs, expected, TOLERANCE)]
+    return [
+        Case(check="gradients", fn="accumulate_and_sync", driver="train", label=label, inputs=inputs,
+             **training.gradient_parts(world_size, expected, TOLERANCE))
+    ]  # fmt: skip
 
 
 def _first_step_gradients(per_rank: list[dict[str, Any]]) -> dict[str, list[dict[str, torch.Tensor]]]:
@@ -111,12 +109,12 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
-    got = result(g, i, rank)
-    expected = case.expected[rank]["grads"]
-    names = list(expected)
-    if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
+    found = training.returned(g, i, case, rank, "grads")
+    if found is None:
         return ""
-    mine, want = training.flat(got["grads"], names), training.flat(expected, names)
+    grads, expected = found
+    names = list(expected)
+    mine, want = training.flat(grads, names), training.flat(expected, names)
     if mine is None or want is None or mine.shape != want.shape or not torch.isfinite(mine).all():
         return " Leave a float64 gradient in every parameter's .grad (the same shape as the parameter)."
     n, k = g.world_size, int(case.inputs[rank]["micro_batches"])
@@ -150,7 +148,7 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
                 " The gradients come from the last micro-batch only: call backward() on every micro-batch's"
                 " loss inside the loop (autograd adds each into .grad), and do not clear .grad between them."
             )
-    wrong = [name for name in names if not _same(got["grads"].get(name), expected[name])]
+    wrong = [name for name in names if not _same(grads[name], expected[name])]  # each is there: it flattened
     if 0 < len(wrong) < len(names):
         return (
             f" {len(names) - len(wrong)} of {len(names)} parameters are right, but not {', '.join(wrong)}:"
@@ -207,7 +205,7 @@ def communication(facts: Facts) -> Outcome:
     return training.gradient_bytes(
         facts,
         steps=STEPS,
-        bounds=(HIGH, LOW, HEADERS),
+        bounds=BOUNDS,
         over=_over,
         under=_under,
         success="each rank sent one all-reduce's worth of gradient bytes per optimizer step, not K",

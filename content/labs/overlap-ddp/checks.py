@@ -94,12 +94,8 @@ def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
 
 
 def ranks_identical(facts: Facts) -> Outcome:
-    return training.ranks_identical(
-        facts,
-        steps=STEPS,
-        first_check="gradients",
-        advice="Every rank must apply the same averaged gradients, so that the replicas never drift apart.",
-    )
+    advice = "Every rank must apply the same averaged gradients, so that the replicas never drift apart."
+    return training.ranks_identical(facts, steps=STEPS, first_check="gradients", advice=advice)
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
@@ -118,9 +114,11 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     }
     expected = driver.reference(inputs)
     label = f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))}, bucket cap {cap} bytes"
+    per_rank = [dict(inputs) for _ in range(world_size)]
     return [
-        training.gradient_case("OverlappingDDP", label, [dict(inputs) for _ in range(world_size)], expected, TOLERANCE)
-    ]
+        Case(check="gradients", fn="OverlappingDDP", driver="train", label=label, inputs=per_rank,
+             **training.gradient_parts(world_size, expected, TOLERANCE))
+    ]  # fmt: skip
 
 
 UNFINISHED = training.UNFINISHED.replace("{} check", "gradients check")
@@ -147,11 +145,11 @@ def _local_gradients(inputs: dict[str, Any], rank: int, world_size: int) -> dict
 
 
 def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
-    got = result(g, i, rank)
-    expected = case.expected[rank]["grads"]
-    if not isinstance(got, dict) or not isinstance(got.get("grads"), dict):
+    found = training.returned(g, i, case, rank, "grads")
+    if found is None:
         return ""
-    grads, n = got["grads"], g.world_size
+    (grads, expected), n = found, g.world_size
+    got = result(g, i, rank)
     wrong = [k for k in expected if not _same(grads.get(k), expected[k])]
     late = [s.get("late_writes", 0) for s in got.get("timeline", []) if isinstance(s, dict)]
     if any(late):

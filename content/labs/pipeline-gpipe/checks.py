@@ -165,16 +165,7 @@ def _loss_hint(mine: Any, want: torch.Tensor) -> str:
 # gradients: every stage's, per run, with a hint for the common mistakes.
 
 
-def _flat(tree: Any, names: list[str]) -> torch.Tensor | None:
-    if not isinstance(tree, dict):
-        return None
-    parts = []
-    for name in names:
-        t = tree.get(name)
-        if not isinstance(t, torch.Tensor) or t.dtype != torch.float64:
-            return None
-        parts.append(t.reshape(-1))
-    return torch.cat(parts)
+_flat = training.flat
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from labs.authoring import Case, Facts, Outcome, load_public, rules, training
+from labs.authoring import Case, Facts, Outcome, load_public, rules
 
 # The measured MLP: 64 x 512 float64 inputs (256 KiB) and 64 x 384 outputs (192 KiB), large
 # enough that gloo's framing is noise; hidden 192 splits over 2, 3 and 4 ranks. Its weights
@@ -29,6 +29,7 @@ KEYS = ("hidden", "output", "column_weights", "row_weights", "grad_x", "grads")
 SLACK, FRAMING = 0.10, 16384
 ELEMENT = 8  # float64
 DRIVER = load_public(__file__, "driver")  # shared(): what every rank holds, as in the ranks
+FN = "ColumnParallelLinear, RowParallelLinear"
 
 
 def chunks(problem: dict[str, Any], own: list[torch.Generator]) -> list[dict[str, Any]]:
@@ -106,46 +107,47 @@ def _shape(problem: dict[str, Any], last: int) -> str:
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     tolerance = dict.fromkeys(KEYS, TOLERANCE)
     out = []
-    for key, dims in (("mlp", MEASURED), ("no-bias", SMALL)):
-        common, *own = training.secret_generators(gen, world_size + 1)
-        problem = {"seed": int(torch.randint(0, 2**31 - 1, (1,), generator=common)), **dims}
-        parts = chunks(problem, own)
+    for key, problem, parts in rules.layer_problems(world_size, gen, {"mlp": MEASURED, "no-bias": SMALL}, chunks):
         forward, backward = expected(problem, parts)
         what = (
-            f"{_shape(problem, dims['d_in'])} input, hidden {dims['d_hidden']}, output {dims['d_out']}"
-            f"{'' if dims['bias'] else ', no biases'}"
+            f"{_shape(problem, problem['d_in'])} input, hidden {problem['d_hidden']}, output {problem['d_out']}"
+            f"{'' if problem['bias'] else ', no biases'}"
         )
-        measured = key == "mlp"
+        run: dict[str, Any] = {
+            "key": key,
+            "problem": problem,
+            "parts": parts,
+            "measured": key == "mlp",
+            "tolerance": tolerance,
+        }
         out.append(
-            Case(
-                check="forward",
-                fn="ColumnParallelLinear, RowParallelLinear",
-                driver="forward",
-                label=f"forward: Row(gelu(Column(x))), {what}",
-                inputs=[{"key": key, "problem": dict(problem), **parts[r]} for r in range(world_size)],
-                expected=forward,
-                inplace=False,
-                measure=measured,
-                # "sharding" (what each layer keeps) is read from the rank's own objects: feedback only.
-                parts={"forward": ["hidden", "output"], "sharding": ["column_weights", "row_weights"]},
-                tolerance=tolerance,
-            )
-        )
+            Case(check="forward", fn=FN, driver="forward", label=f"forward: Row(gelu(Column(x))), {what}",
+                 # "sharding" (what each layer keeps) is read from the rank's own objects: feedback only.
+                 parts={"forward": ["hidden", "output"], "sharding": ["column_weights", "row_weights"]},
+                 **rules.layer_call("forward", expected=forward, **run))
+        )  # fmt: skip
         out.append(
-            Case(
-                check="input-gradient",
-                fn="ColumnParallelLinear, RowParallelLinear",
-                driver="backward",
-                label=f"backward of the same output, {what}",
-                inputs=[{"key": key, "problem": dict(problem)} for _ in range(world_size)],
-                expected=backward,
-                inplace=False,
-                measure=measured,
-                parts={"input-gradient": ["grad_x"], "weight-gradients": ["grads"]},
-                tolerance=tolerance,
-            )
-        )
+            Case(check="input-gradient", fn=FN, driver="backward", label=f"backward of the same output, {what}",
+                 parts={"input-gradient": ["grad_x"], "weight-gradients": ["grads"]},
+                 **rules.layer_call("backward", expected=backward, **run))
+        )  # fmt: skip
     return out
+
+
+# What too many bytes mean, then too few, in each phase.
+ADVICE = {
+    "forward": (
+        "More than one all-reduce, or weights on the wire: keep only your chunk of the weight and sum"
+        " the partial products of RowParallelLinear with a single all-reduce.",
+        "RowParallelLinear must sum the ranks' partial products with one all-reduce.",
+    ),
+    "backward": (
+        "More than one all-reduce in backward: RowParallelLinear's all-reduce must pass the output"
+        " gradient through unchanged (its backward is the identity), not all-reduce it again.",
+        "ColumnParallelLinear's backward must all-reduce the gradient of its input: every rank"
+        " used the whole x, so each holds only its share of the gradient.",
+    ),
+}
 
 
 def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: list[int]) -> tuple[dict, str | None]:
@@ -154,44 +156,13 @@ def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: lis
     ``phase`` is "forward" (the output, batch x d_out, is all-reduced) or "backward"
     (the gradient of the input, batch x d_in).
     """
-    n = world_size
     last = problem["d_out"] if phase == "forward" else problem["d_in"]
-    tensor = math.prod(problem["batch"]) * last * ELEMENT
-    budget = rules.one_all_reduce(n, tensor, sent, SLACK, FRAMING)
-    theory, high, low, data = budget["theory"], budget["high"], budget["low"], budget["shown"]
-    what = "output" if phase == "forward" else "gradient of x"
-    one = (
-        f"one all-reduce of the {_shape(problem, last)} float64 {what} sends 2(N-1)/N x {tensor:,} = "
-        f"{round(theory):,} bytes per rank"
-    )
-    for r, s in enumerate(sent):
-        if s > high:
-            extra = (
-                "More than one all-reduce, or weights on the wire: keep only your chunk of the weight and sum"
-                " the partial products of RowParallelLinear with a single all-reduce."
-                if phase == "forward"
-                else "More than one all-reduce in backward: RowParallelLinear's all-reduce must pass the output"
-                " gradient through unchanged (its backward is the identity), not all-reduce it again."
-            )
-            return data, f"world size {n}, {phase}: rank {r} sent {s:,} bytes, but {one}. {extra}"
-        if s < low:
-            missing = (
-                "RowParallelLinear must sum the ranks' partial products with one all-reduce."
-                if phase == "forward"
-                else "ColumnParallelLinear's backward must all-reduce the gradient of its input: every rank"
-                " used the whole x, so each holds only its share of the gradient."
-            )
-            return data, f"world size {n}, {phase}: rank {r} sent only {s:,} bytes, but {one}. {missing}"
-    return data, None
+    tensor = (_shape(problem, last), math.prod(problem["batch"]) * last * ELEMENT)
+    return rules.all_reduce_bytes(world_size, phase, tensor, sent, bounds=(SLACK, FRAMING), advice=ADVICE[phase])
 
 
 def communication(facts: Facts) -> Outcome:
-    return rules.wire_per_phase(
-        facts,
-        wire_verdict,
-        "one all-reduce of the output forward and one of the input gradient backward",
-        feedback=("sharding",),  # what a layer keeps is read from the rank's own objects: never scored
-    )
+    return rules.layer_communication(facts, wire_verdict)
 
 
 RULES = {"communication": communication}

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from labs.authoring import Case, Facts, Outcome, load_public, rules, training
+from labs.authoring import Case, Facts, Outcome, load_public, rules
 
 # The measured layer: a 2 x 96 x 192 float64 input and output (288 KiB each), large enough that
 # gloo's framing is noise; 12 heads split over 2, 3 and 4 ranks. Its weights (864 KiB for the
@@ -120,42 +120,48 @@ def describe(problem: dict[str, Any]) -> str:
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     tolerance = dict.fromkeys(KEYS, TOLERANCE)
     out = []
-    for key, dims in (("attention", MEASURED), ("no-bias", SMALL)):
-        common, *own = training.secret_generators(gen, world_size + 1)
-        problem = {"seed": int(torch.randint(0, 2**31 - 1, (1,), generator=common)), **dims}
-        parts = heads(problem, own)
+    for key, problem, parts in rules.layer_problems(world_size, gen, {"attention": MEASURED, "no-bias": SMALL}, heads):
         forward, backward = expected(problem, parts)
-        what, measured = describe(problem), key == "attention"
+        what = describe(problem)
+        run: dict[str, Any] = {
+            "key": key,
+            "problem": problem,
+            "parts": parts,
+            "measured": key == "attention",
+            "tolerance": tolerance,
+        }
         out.append(
-            Case(
-                check="forward",
-                fn="ParallelSelfAttention",
-                driver="forward",
-                label=f"forward of self-attention, {what}",
-                inputs=[{"key": key, "problem": dict(problem), **parts[r]} for r in range(world_size)],
-                expected=forward,
-                inplace=False,
-                measure=measured,
-                # "sharding" (what the layer keeps) is read from the rank's own object: feedback only.
-                parts={"forward": ["output"], "sharding": ["weights"]},
-                tolerance=tolerance,
-            )
-        )
+            Case(check="forward", fn="ParallelSelfAttention", driver="forward",
+                 label=f"forward of self-attention, {what}",
+                 # "sharding" (what the layer keeps) is read from the rank's own object: feedback only.
+                 parts={"forward": ["output"], "sharding": ["weights"]},
+                 **rules.layer_call("forward", expected=forward, **run))
+        )  # fmt: skip
         out.append(
-            Case(
-                check="input-gradient",
-                fn="ParallelSelfAttention",
-                driver="backward",
-                label=f"backward of the same output, {what}",
-                inputs=[{"key": key, "problem": dict(problem)} for _ in range(world_size)],
-                expected=backward,
-                inplace=False,
-                measure=measured,
-                parts={"input-gradient": ["grad_x"], "weight-gradients": ["grads"]},
-                tolerance=tolerance,
-            )
-        )
+            Case(check="input-gradient", fn="ParallelSelfAttention", driver="backward",
+                 label=f"backward of the same output, {what}",
+                 parts={"input-gradient": ["grad_x"], "weight-gradients": ["grads"]},
+                 **rules.layer_call("backward", expected=backward, **run))
+        )  # fmt: skip
     return out
+
+
+# What too many bytes mean, then too few, in each phase.
+ADVICE = {
+    "forward": (
+        "More than one all-reduce, or weights on the wire: keep only your heads' rows of the QKV weight"
+        " and your columns of the output weight, and sum the partial outputs with a single all-reduce.",
+        "Each rank's output projection gives only a partial sum over its heads: add the ranks' partial"
+        " outputs with one all-reduce (an all-gather of the heads' outputs sends less but needs the"
+        " whole output weight on every rank).",
+    ),
+    "backward": (
+        "More than one all-reduce in backward: the all-reduce after the output projection must pass"
+        " the output gradient through unchanged (its backward is the identity), not all-reduce it again.",
+        "The input of the QKV projection needs an operator whose backward all-reduces the gradient:"
+        " every rank used the whole x, so each holds only its heads' share of the gradient.",
+    ),
+}
 
 
 def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: list[int]) -> tuple[dict, str | None]:
@@ -164,43 +170,13 @@ def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: lis
     ``phase`` is "forward" (the output is all-reduced) or "backward" (the gradient of the
     input); both are batch x seq x d_model.
     """
-    n = world_size
-    tensor = problem["batch"] * problem["seq"] * problem["d_model"] * ELEMENT
-    budget = rules.one_all_reduce(n, tensor, sent, SLACK, FRAMING)
-    theory, high, low, data = budget["theory"], budget["high"], budget["low"], budget["shown"]
     shape = f"{problem['batch']} x {problem['seq']} x {problem['d_model']}"
-    what = "output" if phase == "forward" else "gradient of x"
-    one = f"one all-reduce of the {shape} float64 {what} sends 2(N-1)/N x {tensor:,} = {round(theory):,} bytes per rank"
-    for r, s in enumerate(sent):
-        if s > high:
-            extra = (
-                "More than one all-reduce, or weights on the wire: keep only your heads' rows of the QKV weight"
-                " and your columns of the output weight, and sum the partial outputs with a single all-reduce."
-                if phase == "forward"
-                else "More than one all-reduce in backward: the all-reduce after the output projection must pass"
-                " the output gradient through unchanged (its backward is the identity), not all-reduce it again."
-            )
-            return data, f"world size {n}, {phase}: rank {r} sent {s:,} bytes, but {one}. {extra}"
-        if s < low:
-            missing = (
-                "Each rank's output projection gives only a partial sum over its heads: add the ranks' partial"
-                " outputs with one all-reduce (an all-gather of the heads' outputs sends less but needs the"
-                " whole output weight on every rank)."
-                if phase == "forward"
-                else "The input of the QKV projection needs an operator whose backward all-reduces the gradient:"
-                " every rank used the whole x, so each holds only its heads' share of the gradient."
-            )
-            return data, f"world size {n}, {phase}: rank {r} sent only {s:,} bytes, but {one}. {missing}"
-    return data, None
+    tensor = (shape, problem["batch"] * problem["seq"] * problem["d_model"] * ELEMENT)
+    return rules.all_reduce_bytes(world_size, phase, tensor, sent, bounds=(SLACK, FRAMING), advice=ADVICE[phase])
 
 
 def communication(facts: Facts) -> Outcome:
-    return rules.wire_per_phase(
-        facts,
-        wire_verdict,
-        "one all-reduce of the output forward and one of the input gradient backward",
-        feedback=("sharding",),  # what a layer keeps is read from the rank's own objects: never scored
-    )
+    return rules.layer_communication(facts, wire_verdict)
 
 
 RULES = {"communication": communication}

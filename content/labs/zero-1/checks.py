@@ -35,15 +35,11 @@ def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
 
 
 def ranks_identical(facts: Facts) -> Outcome:
-    return training.ranks_identical(
-        facts,
-        steps=STEPS,
-        first_check="first-step",
-        advice=(
-            "Each rank updates only its own slice: send the updated slices to every rank (e.g. "
-            "dist.all_gather) and copy them into the parameters after every step."
-        ),
+    advice = (
+        "Each rank updates only its own slice: send the updated slices to every rank (e.g. "
+        "dist.all_gather) and copy them into the parameters after every step."
     )
+    return training.ranks_identical(facts, steps=STEPS, first_check="first-step", advice=advice)
 
 
 def _adamw(params: list[torch.Tensor], inputs: dict[str, Any]) -> torch.optim.AdamW:

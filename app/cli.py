@@ -212,14 +212,20 @@ def content_check(
     path: Annotated[Path | None, typer.Argument(help="Content directory (default: content/).")] = None,
 ) -> None:
     """Validate a content tree; list every problem as path:line: message."""
+    from app.config import get_settings
+    from app.content.check_cache import CheckCache
     from app.content.loader import load_tree
 
     root = path or _content_dir()
+    # What the slow checks found for the same texts last time (app.content.check_cache).
+    cache = CheckCache(get_settings().data_dir / "cache" / "content-check.json")
     try:
-        tree = load_tree(root)
+        tree = load_tree(root, cache=cache)
     except Exception as exc:
+        cache.save()
         _fail_on_problems(exc)
         return
+    cache.save()
     n_questions = sum(len(q.questions) for q in tree.quizzes)
     n_exercises = sum(len(s.exercises) for s in tree.exercise_sets)
     n_cards = sum(len(d.cards) for d in tree.decks)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.content.check_cache import CheckCache
 from app.content.models import LabContent
 from app.content.source import Problem
 
@@ -49,19 +50,19 @@ def version_files(lab: Lab) -> dict[str, Path]:
 
 
 def load_lab_content(
-    folder: Path, rel: Any, exercise_ids: set[str], card_ids: set[str] | None = None
+    folder: Path,
+    rel: Any,
+    exercise_ids: set[str],
+    card_ids: set[str] | None = None,
+    cache: CheckCache | None = None,
 ) -> tuple[LabContent | None, list[Problem]]:
     """Validate one lab folder and snapshot its files; ``rel`` turns a path into the name problems give.
 
     ``card_ids``: every card of the decks, which the checks' ``cards:`` must name (None: not checked).
+    ``cache``: where the slow, pure part (the Python parsed, the checks contract, the mutants) may find
+    what it found last time for the same files.
     """
-    from labs.spec import (
-        LabError,
-        card_problems,
-        contract,  # torch-free, as labs.spec
-        load_lab,
-        yaml_lines,
-    )
+    from labs.spec import LabError, card_problems, load_lab  # torch-free
 
     try:
         lab = load_lab(folder)
@@ -69,25 +70,22 @@ def load_lab_content(
         return None, [Problem(rel(Path(p.path)), p.line, p.message) for p in exc.problems]
     problems: list[Problem] = []
     files: dict[str, str] = {}
-    for name, path in version_files(lab).items():
+    paths = version_files(lab)
+    for name, path in paths.items():
         try:
             files[name] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             problems.append(Problem(rel(path), 1, "not UTF-8 text: a lab folder holds text files only"))
-            continue
-        if name in CONTRACT:
-            continue  # parsed with the checks contract below
-        if name in PARSED or (name.endswith(".py") and "/" not in name):
-            try:
-                compile(files[name], str(path), "exec", dont_inherit=True)
-            except (SyntaxError, ValueError) as exc:
-                line = getattr(exc, "lineno", None) or 1
-                problems.append(Problem(rel(path), line, f"not valid Python: {getattr(exc, 'msg', exc)}"))
-    problems.extend(_mutant_problems(lab, rel))
-    lines = yaml_lines(files.get("lab.yaml", ""))
-    texts = {n: t for n, t in files.items() if n in CONTRACT}
-    found = contract.check(lab.spec, lambda name: rel(folder / name), lines, texts)
-    problems.extend(Problem(p.path, p.line, p.message) for p in found)
+    listed = sorted(p for p in (folder / "mutants").glob("*") if p.is_file())  # what labs.spec.mutants reads
+    mutant_texts = [f"{p.name}\0{p.read_bytes().decode('utf-8', 'replace')}" for p in listed]
+    key = CheckCache.key("lab", *(f"{n}\0{t}" for n, t in sorted(files.items())), *mutant_texts) if cache else ""
+    slow = cache.get(key) if cache else None
+    if slow is None:
+        slow = _slow_problems(lab, files)
+        if cache:
+            cache.put(key, slow)
+    for kind, name, line, message in slow:  # a file of the version by its name, or a mutant under the folder
+        problems.append(Problem(rel(paths[name] if kind == "file" else folder / name), line, message))
     size = sum(len(text.encode()) for text in files.values())
     if size > MAX_LAB_BYTES:
         problems.append(
@@ -104,6 +102,27 @@ def load_lab_content(
     spec = lab.spec.model_dump(mode="json")
     content = LabContent(id=lab.id, title=lab.spec.title, exercise=lab.spec.exercise, spec=spec, files=files)
     return (None if problems else content), problems
+
+
+def _slow_problems(lab: Any, files: dict[str, str]) -> list[tuple[str, str, int, str]]:
+    """The parse, contract and mutant problems of a lab's files: ``(kind, name, line, message)``, where kind
+    "file" names a file of the version and "mutant" a path under the lab folder. Pure in the texts read."""
+    from labs.spec import contract, yaml_lines  # torch-free, as labs.spec
+
+    found: list[tuple[str, str, int, str]] = []
+    for name, text in files.items():
+        if name not in CONTRACT and (name in PARSED or (name.endswith(".py") and "/" not in name)):
+            try:
+                compile(text, name, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as exc:
+                line = getattr(exc, "lineno", None) or 1
+                found.append(("file", name, line, f"not valid Python: {getattr(exc, 'msg', exc)}"))
+    in_folder = lambda p: p.relative_to(lab.folder).as_posix()  # noqa: E731
+    found += [("mutant", p.path, p.line, p.message) for p in _mutant_problems(lab, in_folder)]
+    lines = yaml_lines(files.get("lab.yaml", ""))
+    texts = {n: t for n, t in files.items() if n in CONTRACT}
+    found += [("file", p.path, p.line, p.message) for p in contract.check(lab.spec, lambda n: n, lines, texts)]
+    return found
 
 
 def _mutant_problems(lab: Any, rel: Any) -> list[Problem]:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from app.content import rules
+from app.content.check_cache import CheckCache
 from app.content.lab_order import check_after
 from app.content.labs import load_lab_content
 from app.content.models import (
@@ -218,10 +219,11 @@ def _unexpected(c: _Collector, root: Path) -> None:
             )
 
 
-def load_tree(root: Path, *, check_markdown: bool = True) -> ContentTree:
+def load_tree(root: Path, *, check_markdown: bool = True, cache: CheckCache | None = None) -> ContentTree:
     """Load and validate every item under ``root``.
 
-    Raises ContentError listing every problem found, each as ``path:line: message``.
+    Raises ContentError listing every problem found, each as ``path:line: message``. ``cache``: where the
+    slow, pure checks find what they found last time for the same texts (``ringlab content check``'s).
     """
     root = Path(root)
     if not root.is_dir():
@@ -232,24 +234,26 @@ def load_tree(root: Path, *, check_markdown: bool = True) -> ContentTree:
     sets = [s for d in _subdirs(root / "exercises") if (s := _load_exercise_set(c, d))]
     decks = [d for f in _subdirs(root / "decks") if (d := _load_deck(c, f))]
     card_ids = {card.id for d in decks for card in d.cards}
-    labs = _load_labs(c, root / "labs", {e.id for s in sets for e in s.exercises}, card_ids)
+    labs = _load_labs(c, root / "labs", {e.id for s in sets for e in s.exercises}, card_ids, cache)
     tree = ContentTree(quizzes=quizzes, exercise_sets=sets, decks=decks, labs=labs)
     c.problems.extend(rules.check_references(tree, c.where))
     if check_markdown:
-        c.problems.extend(rules.check_markdown(tree, c.where))
+        c.problems.extend(rules.check_markdown(tree, c.where, cache))
     if c.problems:
         raise ContentError(c.problems)
     return tree
 
 
-def _load_labs(c: _Collector, root: Path, exercise_ids: set[str], card_ids: set[str]) -> list[LabContent]:
+def _load_labs(
+    c: _Collector, root: Path, exercise_ids: set[str], card_ids: set[str], cache: CheckCache | None = None
+) -> list[LabContent]:
     """Each lab folder: its lab.yaml, its files, Python that parses, the exercise it names and the labs
     it comes after."""
     labs = []
     # As labs.spec.load_labs: a folder named ``_...`` is no lab (``_common/`` holds the helpers labs share).
     folders = [folder for folder in _subdirs(root) if not folder.name.startswith((".", "_"))]
     for folder in folders:
-        lab, problems = load_lab_content(folder, c.rel, exercise_ids, card_ids)
+        lab, problems = load_lab_content(folder, c.rel, exercise_ids, card_ids, cache)
         c.problems.extend(problems)
         if lab is not None:
             labs.append(lab)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 
 from app.content import markdown
+from app.content.check_cache import CheckCache
 from app.content.errata import Corrected, corrected_text, erratum_fields, same_text
 from app.content.models import ContentTree, Erratum, Exercise, ExerciseSetMeta, Question, Quiz, Section
 from app.content.source import Problem, Source
@@ -256,13 +257,21 @@ def _corrected_items(
             yield ("card", card.id), [(("errata", i), e) for i, e in enumerate(card.errata)]
 
 
-def check_markdown(tree: ContentTree, where: Where) -> list[Problem]:
+def check_markdown(tree: ContentTree, where: Where, cache: CheckCache | None = None) -> list[Problem]:
     problems = []
     for key, field, text in markdown_fields(tree):
-        try:
-            markdown.check(text)
-        except markdown.MarkdownError as exc:
+        digest = CheckCache.key("markdown", text) if cache and "$" in text else ""
+        found = cache.get(digest) if digest and cache else None  # [] or [the error]
+        if found is None:
+            try:
+                markdown.check(text)
+                found = []
+            except markdown.MarkdownError as exc:
+                found = [str(exc)]
+            if digest and cache:
+                cache.put(digest, found)
+        for error in found:
             source, loc = where[key]
             name = ".".join(str(p) for p in field)
-            problems.append(source.problem((*loc, *field), f"{key[0]} {key[1]} {name}: {exc}"))
+            problems.append(source.problem((*loc, *field), f"{key[0]} {key[1]} {name}: {error}"))
     return problems

@@ -26,12 +26,18 @@ At the end of the group, every file and folder its ranks left under the plan's t
 runs as one user, while here each group's ranks have uids of their own, so a checkpoint written
 with ``tempfile.mkstemp`` (mode 0600) would be unreadable to the relaunch.
 
+A crash that lands late (on a loaded machine the zygote may wait for a CPU while the ranks train on)
+is marked ``late``: the grader then runs the job again (``labs.host.grader.FAULT_ATTEMPTS``), and the
+ranks of a group with a fault plan run at a lower priority than the zygote, so that it rarely comes to that.
+
 ``Injector.close()`` returns the report the worker files as ``GroupRun.fault_report``:
 
     {"present": [names in the folder when the watch began],
      "published": [[name, step], ...],   # in order, every publication seen during the group
      "fault": None or {"rank", "at", "name", "step", "cut": None or {"file", "bytes", "kept"},
-                       "undone": [[from, to]], "removed": [names], "completed": bool},
+                       "undone": [[from, to]], "removed": [names], "completed": bool,
+                       "late": bool},   # it landed after a later checkpoint was out, or its rank had ended
+
      "error": None or why the folder could not be watched, or the fault not completed}
 """
 
@@ -127,9 +133,18 @@ class Injector:
         before = self.fired
         for mask, cookie, name in self.inotify.read():
             self.take(mask, cookie, name)
+            if before is None and self.fired is not None and self.published[-1][1] > self.fired["step"]:
+                # A later checkpoint was already out when the plan's was seen: the ranks trained on past the
+                # crash (a loaded machine kept the zygote waiting), so this run does not test a crash there.
+                self.fired["late"] = True
         if self.fired is not None and before is None:
             return [int(self.fired["rank"])]
         return []
+
+    def too_late(self) -> None:
+        """The crash landed after its rank had ended: the run did not test it (see ``poll``)."""
+        if self.fired is not None:
+            self.fired["late"] = True
 
     def take(self, mask: int, cookie: int, name: str) -> None:
         if mask & IN_Q_OVERFLOW:
@@ -170,7 +185,8 @@ class Injector:
         """The report; with a cut planned, first wait until ``living()`` (the group's processes) is empty."""
         fault: dict[str, Any] | None = None
         if self.inotify is not None:
-            self.poll()
+            if self.poll():  # seen only now, once every rank had ended: too late to crash anything
+                self.too_late()
             if self.fired is not None and self.kill and self.kill.get("cut"):
                 deadline = time.monotonic() + GONE_S
                 while living is not None and living() and time.monotonic() < deadline:
@@ -178,7 +194,7 @@ class Injector:
                 self.poll()  # everything the killed processes did before they were gone
             self.inotify.close()
         if self.fired is not None:
-            fault = {**self.fired, "cut": None, "undone": [], "removed": [], "completed": False}
+            fault = {"late": False, **self.fired, "cut": None, "undone": [], "removed": [], "completed": False}
             if self.kill and self.kill.get("cut") and self.error is None:
                 try:
                     self.cut(*self.where, fault)

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from labs.host import grader
+from labs.host.judge import GroupRun
 from labs.rank import faults
 from labs.spec import DEFAULT_CONTENT
 from labs.spec.mutants import Mutant
@@ -167,6 +169,43 @@ def test_the_plan_fires_once_when_its_checkpoint_is_published(tmp_path: Path) ->
     assert report["published"] == [["step-000002.pt", 2], ["step-000004.pt", 4], ["step-000006.pt", 6]]
     assert report["fault"]["name"] == "step-000004.pt" and report["fault"]["cut"] is None
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", *(f"step-00000{i}.pt" for i in (2, 4, 6))]
+
+
+def test_a_crash_seen_after_a_later_checkpoint_is_late(tmp_path: Path) -> None:
+    inj = injector(tmp_path, {"at": 4, "rank": 1}, [1000, 1001])
+    folder = tmp_path / "job" / "checkpoints"
+    save(folder, 4)
+    save(folder, 6)  # out before the zygote looked: the ranks trained past the crash
+    assert inj.poll() == [1]
+    assert inj.close()["fault"]["late"] is True
+
+
+def test_a_crash_seen_only_when_the_group_ended_is_late(tmp_path: Path) -> None:
+    inj = injector(tmp_path, {"at": 4, "rank": 1}, [1000, 1001])
+    save(tmp_path / "job" / "checkpoints", 4)
+    assert inj.close()["fault"]["late"] is True
+
+
+def test_a_crash_seen_in_time_is_not_late(tmp_path: Path) -> None:
+    inj = injector(tmp_path, {"at": 4, "rank": 1}, [1000, 1001])
+    folder = tmp_path / "job" / "checkpoints"
+    save(folder, 2)
+    save(folder, 4)  # an earlier checkpoint in the same look is no sign of lateness
+    assert inj.poll() == [1]
+    save(folder, 6)  # what the other ranks wrote while the crash landed
+    fault = inj.close()["fault"]
+    assert fault["late"] is False and grader.late_faults([late_group(fault)]) == []
+
+
+def test_the_grader_knows_the_groups_whose_crash_landed_late(tmp_path: Path) -> None:
+    inj = injector(tmp_path, {"at": 4, "rank": 1}, [1000, 1001])
+    save(tmp_path / "job" / "checkpoints", 4)
+    group = late_group(inj.close()["fault"])
+    assert grader.late_faults([group, GroupRun(world_size=2, cases=[], ranks=[])]) == ["first launch on 2 ranks"]
+
+
+def late_group(fault: dict[str, Any]) -> GroupRun:
+    return GroupRun(phase="first launch", world_size=2, cases=[], ranks=[], fault_report={"fault": fault})
 
 
 def test_a_cut_puts_a_renamed_checkpoint_back_half_written(tmp_path: Path) -> None:

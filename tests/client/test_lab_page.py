@@ -9,7 +9,7 @@ from html import unescape
 import typer
 from fastapi.testclient import TestClient
 
-from app.cli import app as cli
+from app.cli.root import app as cli
 
 
 def commands(page: str) -> dict[str, str]:

@@ -23,23 +23,30 @@ def check_after(labs: Sequence[LabContent], known: set[str], where: Callable[[st
     ``known`` holds the ids of every lab folder, those that failed their own checks too (a reference
     to a broken lab is that lab's problem, reported already); ``where`` gives a lab's ``lab.yaml`` path.
     """
-    sources = {lab.id: _source(lab, where(lab.id)) for lab in labs if after_of(lab)}
+    by_id = {lab.id: lab for lab in labs}
+    sources: dict[str, Source] = {}
+
+    def source(lab_id: str) -> Source:  # parsed again for its line numbers only when there is a problem to place
+        if lab_id not in sources:
+            sources[lab_id] = _source(by_id[lab_id], where(lab_id))
+        return sources[lab_id]
+
     problems = []
     for lab in labs:
         for i, other in enumerate(after_of(lab)):
             if other == lab.id:
                 message = f"after: lab '{lab.id}' cannot come after itself; list the labs to do before it"
-                problems.append(sources[lab.id].problem(("after", i), message))
+                problems.append(source(lab.id).problem(("after", i), message))
             elif other not in known:
                 message = f"after: there is no lab '{other}'; after names the ids of folders in content/labs"
-                problems.append(sources[lab.id].problem(("after", i), message))
+                problems.append(source(lab.id).problem(("after", i), message))
     graph = {lab.id: [o for o in after_of(lab) if o != lab.id and o in known] for lab in labs}
     for cycle in _cycles(graph):
         first, second = cycle[0], cycle[1]
         chain = " → ".join([*cycle, first])
         loc = ("after", graph[first].index(second))
         message = f"after: a cycle ({chain}, each lab after the next), so none could be done first; remove a link"
-        problems.append(sources[first].problem(loc, message))
+        problems.append(source(first).problem(loc, message))
     return problems
 
 

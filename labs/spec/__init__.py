@@ -282,19 +282,16 @@ def _describe(err: Any) -> str:
 def parse_spec(text: str, where: str) -> LabSpec:
     """Validate ``lab.yaml`` text; a LabError names the line of every problem."""
     try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser: ten times the pure-Python one
-        node = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)  # a safe loader (CSafeLoader or SafeLoader)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml's: 10x pure Python
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise LabError([LabProblem(where, mark.line + 1 if mark else 1, f"YAML syntax: {exc.problem}")]) from None
-    if not isinstance(data, dict) or node is None:
+    if not isinstance(data, dict):
         raise LabError([LabProblem(where, 1, "lab.yaml must be a mapping of fields")])
-    lines: dict[tuple[Any, ...], int] = {}
-    _line_map(node, (), lines)
     try:
         return LabSpec.model_validate(data)
     except ValidationError as exc:
+        lines = yaml_lines(text)  # parsed again for its line numbers only when there is a problem to place
         raise LabError([LabProblem(where, _line(lines, tuple(e["loc"])), _describe(e)) for e in exc.errors()]) from None
 
 
@@ -348,11 +345,10 @@ def yaml_lines(text: str) -> dict[tuple[Any, ...], int]:
 
 def card_problems(text: str, where: str, spec: LabSpec, card_ids: set[str]) -> list[LabProblem]:
     """Each ``checks[].cards`` id of ``lab.yaml`` (its ``text``) that no deck has, at its line."""
-    lines = yaml_lines(text)
+    missing = [(i, j, check.id, card) for i, check in enumerate(spec.checks)
+               for j, card in enumerate(check.cards) if card not in card_ids]  # fmt: skip
+    lines = yaml_lines(text) if missing else {}
     return [
-        LabProblem(where, _line(lines, ("checks", i, "cards", j)),
-                   f"check '{check.id}' names card '{card}', which is in no deck")
-        for i, check in enumerate(spec.checks)
-        for j, card in enumerate(check.cards)
-        if card not in card_ids
-    ]  # fmt: skip
+        LabProblem(where, _line(lines, ("checks", i, "cards", j)), f"check '{c}' names card '{k}', which is in no deck")
+        for i, j, c, k in missing
+    ]

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from html import escape
 from typing import TypeVar
 
-from app.content import markdown
 from app.content.models import AnswerPart, Card, Erratum, Exercise, Question
 
 Corrected = Question | Exercise | AnswerPart | Card
@@ -75,9 +74,11 @@ def as_in_source(item: Item) -> Item:
 def notes_html(errata: Sequence[Erratum]) -> str:
     """The students' view of ``errata``: one "Corrected:" note each, appended where the item's
     answer shows (a question's explanation, a part's solution, a card's back, an exercise's body)."""
+    from app.content.markdown import render_inline  # pages only: the content check never renders
+
     return "".join(
         f'<div class="erratum" role="note" data-field="{escape(e.field)}"><strong>Corrected:</strong> '
-        f"{markdown.render_inline(e.note)}</div>"
+        f"{render_inline(e.note)}</div>"
         for e in errata
     )
 

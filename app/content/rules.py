@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from app.content import markdown
 from app.content.check_cache import CheckCache
 from app.content.errata import Corrected, corrected_text, erratum_fields, same_text
 from app.content.models import ContentTree, Erratum, Exercise, ExerciseSetMeta, Question, Quiz, Section
@@ -260,9 +259,13 @@ def _corrected_items(
 def check_markdown(tree: ContentTree, where: Where, cache: CheckCache | None = None) -> list[Problem]:
     problems = []
     for key, field, text in markdown_fields(tree):
-        digest = CheckCache.key("markdown", text) if cache and "$" in text else ""
+        if "$" not in text:
+            continue  # only math (bad LaTeX, a stray `$`) can fail to render: markdown.check passes the rest
+        digest = CheckCache.key("markdown", text) if cache else ""
         found = cache.get(digest) if digest and cache else None  # [] or [the error]
         if found is None:
+            from app.content import markdown  # only for a text the cache has not seen: the check starts without it
+
             try:
                 markdown.check(text)
                 found = []

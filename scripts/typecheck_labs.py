@@ -12,7 +12,10 @@ its own (``labs_<id>.checks``) under ``build/typecheck-labs`` (a fixed place, so
 right), puts ``_common`` on the search path (the ranks import its modules by their plain names),
 and runs mypy once over them all. Problems name the real files.
 
-    .venv/bin/python scripts/typecheck_labs.py [CONTENT_LABS_DIR]
+``--with-project`` checks the project's own packages (``app``, ``labs``) in the same mypy run, with
+the project's cache: the test command does, so that torch's types are read once, not twice.
+
+    .venv/bin/python scripts/typecheck_labs.py [--with-project] [CONTENT_LABS_DIR]
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ STUDENTS = {"solution.py", "starter.py"}
 
 
 def main() -> int:
-    labs = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else REPO / "content" / "labs"
+    args = sys.argv[1:]
+    project = "--with-project" in args
+    args = [a for a in args if a != "--with-project"]
+    labs = Path(args[0]).resolve() if args else REPO / "content" / "labs"
     common = labs / "_common"
     shutil.rmtree(FARM, ignore_errors=True)
     FARM.mkdir(parents=True)
@@ -47,7 +53,10 @@ def main() -> int:
     # A cache of its own: mypy keys a module's cached problems by its name and contents, and the
     # project's cache would answer for these modules with the paths another run gave them.
     command = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")]
-    command += ["--cache-dir", str(REPO / "build" / "typecheck-labs-cache"), str(FARM)]
+    if project:  # the default labs and the project together: module names and paths are always these
+        command += [str(REPO / "app"), str(REPO / "labs"), str(FARM)]
+    else:
+        command += ["--cache-dir", str(REPO / "build" / "typecheck-labs-cache"), str(FARM)]
     command += sorted(str(p) for p in common.glob("*.py"))
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     out = done.stdout + done.stderr

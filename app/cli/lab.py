@@ -32,6 +32,7 @@ def lab_test(
     from labs.host.grader import Grader, gpu_count
     from labs.host.prove import (
         MIN_MUTANTS,
+        case_problems,
         prove,
         record_reference_wire,
         slow_warning,
@@ -74,8 +75,8 @@ def lab_test(
                 continue
             rows = prove(grader, lab, found)
             typer.echo(f"\n{lab_id}: {lab.spec.title}\n{table(lab, rows, verbose=verbose)}")
-            if tolerances := tolerance_problems(lab):
-                for line in tolerances:
+            if problems := case_problems(lab) + tolerance_problems(lab):
+                for line in problems:
                     typer.echo(f"  {line}", err=True)
                 failed.append(lab_id)
                 continue

@@ -11,11 +11,10 @@ import hashlib
 import json
 import math
 import re
+from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from labs.spec import Due  # one definition of a due date for quizzes and labs
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=80)]
@@ -95,6 +94,23 @@ class Question(Strict):
         if isinstance(value, dict):
             return [{"key": str(k), "text": v} for k, v in value.items()]
         return value
+
+
+def _end_of_day(value: object) -> object:
+    """A date alone is the end of that day, UTC; a time without a zone is UTC (as a lab.yaml ``due``)."""
+    text = value.strip() if isinstance(value, str) else None
+    if text is not None:
+        try:
+            value = date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
+        except ValueError:
+            return value  # pydantic says what is wrong with it
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.combine(value, time(23, 59, 59), UTC) if isinstance(value, date) else value
+
+
+Due = Annotated[AwareDatetime, BeforeValidator(_end_of_day)]
+"""A quiz's due date: ``2026-12-01`` (the end of that day, UTC) or ``2026-12-01T17:00:00+01:00``."""
 
 
 class Quiz(Strict):

@@ -14,7 +14,7 @@ The guide, with a lab written from ``ringlab lab new`` to proven: docs/authoring
 
 from __future__ import annotations
 
-from labs.authoring import rules, scan, training
+from labs.authoring import layers, rules, scan, steps, tallies, training, wire
 from labs.authoring.public import load_public, load_trusted
 from labs.host.judge import (
     Case,
@@ -43,6 +43,7 @@ __all__ = [
     "Tolerance",
     "case_failure",
     "compare",
+    "layers",
     "load_public",
     "load_trusted",
     "memory_peak",
@@ -51,7 +52,10 @@ __all__ = [
     "result",
     "rules",
     "scan",
+    "steps",
     "summarise_failures",
+    "tallies",
     "tensor_difference",
     "training",
+    "wire",
 ]

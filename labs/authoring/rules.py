@@ -205,3 +205,24 @@ def layer_communication(facts: Facts, verdict: WireVerdict) -> Outcome:
     objects, so it is feedback and never makes a call's bytes count or not."""
     success = "one all-reduce of the output forward and one of the input gradient backward"
     return wire_per_phase(facts, verdict, success, feedback=("sharding",))
+
+
+def replicated(world_size: int, inputs: dict[str, Any], expected: Any) -> dict[str, Any]:
+    """A ``Case``'s ``inputs`` and ``expected`` when every rank is given the same inputs (each its own copy) and
+    must return the same result: ``Case(check=..., fn=..., label=..., **replicated(n, inputs, expected), ...)``."""
+    return {"inputs": [dict(inputs) for _ in range(world_size)], "expected": [expected for _ in range(world_size)]}
+
+
+def random_tensors(count: int, shape: tuple[int, ...], dtype: Any, gen: Any) -> list[Any]:
+    """``count`` tensors of ``shape`` and ``dtype`` (one per rank: a collective's inputs), drawn from ``gen``:
+    standard normal values for a floating dtype, else integers in [-1000, 1000)."""
+    import torch
+
+    if dtype.is_floating_point:
+        return [torch.randn(shape, generator=gen, dtype=dtype) for _ in range(count)]
+    return [torch.randint(-1000, 1000, shape, generator=gen, dtype=dtype) for _ in range(count)]
+
+
+def tensor_call(fn: str, dtype: Any, shape: tuple[int, ...]) -> str:
+    """A collective's call as its case's label: ``all_gather(float32 tensor of shape (4, 3))``."""
+    return f"{fn}({str(dtype).removeprefix('torch.')} tensor of shape {tuple(shape)})"

@@ -193,6 +193,35 @@ def unmatched_tolerances(tolerance: dict[str, object] | None, expected: object) 
     return [key for key in tolerance or {} if not any(p == key or p.startswith((key + "[", key + ".")) for p in paths)]
 
 
+def case_problems(lab: Lab, seed: int = 0) -> list[str]:
+    """What the content check reads from ``Case(...)`` calls as written, checked on the cases built.
+
+    A check id or ``parts`` key that ``lab.yaml`` does not have, a ``driver`` function ``driver.py`` does not
+    define: the content check finds these where they are literals in the call; a lab that builds them
+    (a helper function, a dict made beforehand) is held to the same contract here, where ``ringlab lab
+    test`` builds its plan as the grader does.
+    """
+    from labs.host.grader import Grader, plan
+    from labs.spec import UNJUDGED, contract
+
+    _, checks = Grader.load_checks(lab.folder)
+    ids = {c.id for c in lab.spec.checks}
+    defined: set[str] = set()
+    if "driver.py" in lab.spec.public_files:
+        module = contract.read(lab.public_path("driver.py").read_text(), "driver.py")
+        defined = set(module.defined) if isinstance(module, contract.Module) else set()
+    found: list[str] = []
+    for group in plan(checks, list(lab.spec.world_sizes), seed):
+        for case in group.cases:
+            if case.check not in ids and case.check != UNJUDGED:
+                found.append(f"the case {case.label} judges '{case.check}', which is not a check in lab.yaml")
+            found += [f"the case {case.label} has parts '{k}', which is not a check in lab.yaml"
+                      for k in case.parts or {} if k not in ids]  # fmt: skip
+            if case.driver and case.driver not in defined:
+                found.append(f"the case {case.label} runs driver.{case.driver}, which driver.py does not define")
+    return [f"{lab.checks_path}: {line}" for line in dict.fromkeys(found)]
+
+
 def tolerance_problems(lab: Lab, seed: int = 0) -> list[str]:
     """Each ``Case`` tolerance key that matches no path of any case's expected result, in the lab's plan.
 

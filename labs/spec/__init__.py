@@ -59,7 +59,6 @@ def _due(value: object) -> object:
     return value
 
 
-# Shared with quizzes (``app.content.models``): the engine needs nothing from the web app.
 Due = Annotated[AwareDatetime, BeforeValidator(_due)]
 """A due date: ``2026-12-01`` (end of that day, UTC) or ``2026-12-01T17:00:00+01:00``."""
 

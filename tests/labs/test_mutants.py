@@ -210,3 +210,28 @@ def test_a_tolerance_key_that_names_no_result_is_an_authoring_error(tmp_path: Pa
         f"{copy / 'checks.py'}: tolerance key 'resume' (in the case step 4 on 2 ranks after load_checkpoint) is a"
         " prefix of no path of any case's expected result: the values it meant keep their dtype's default tolerance"
     ]
+
+
+def test_a_built_case_is_held_to_the_checks_contract(tmp_path: Path) -> None:
+    """A parts key, check id or driver function the content check cannot read (made before the ``Case``
+    call) is still named by ``ringlab lab test``, from the cases the lab builds."""
+    from labs.host.prove import case_problems
+    from labs.spec import COMMON_DIR, DEFAULT_CONTENT, load_lab
+
+    assert case_problems(load_lab(DEFAULT_CONTENT / "zero-1")) == []
+    copy = tmp_path / "zero-1"
+    shutil.copytree(DEFAULT_CONTENT / "zero-1", copy, ignore=shutil.ignore_patterns("mutants"))
+    shutil.copytree(DEFAULT_CONTENT / COMMON_DIR, tmp_path / COMMON_DIR)
+    checks = copy / "checks.py"
+    text = checks.read_text()
+    built = 'parts, tolerance = {"sharded-state": ["digest"]}'
+    assert built in text and 'driver="memory"' in text
+    checks.write_text(
+        text.replace(built, 'parts, tolerance = {"sharded-states": ["digest"]}').replace(
+            'driver="memory"', 'driver="memroy"'
+        )
+    )
+    problems = case_problems(load_lab(copy))
+    assert len(problems) == 2 and all(p.startswith(f"{checks}: the case ") for p in problems), problems
+    assert "has parts 'sharded-states', which is not a check in lab.yaml" in problems[0]
+    assert "runs driver.memroy, which driver.py does not define" in problems[1]

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, result, training
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, result, tallies, training
 
 LAYERS, DIM, HEADS, BATCH, TOKENS, DROPOUT = 12, 32, 2, 2, 16, 0.1
 SEGMENTS = (2, 3, 4, 6)  # every one divides the 12 blocks; 3 and 4 are the nearest to sqrt(12)
@@ -29,11 +29,14 @@ MEMORY_SEGMENTS = (6,)  # the memory cases; the small stack runs the other segme
 VALUES_SEGMENTS = tuple(k for k in SEGMENTS if k not in MEMORY_SEGMENTS)
 ALLOWANCE = 1.15  # live bytes up to 15% above the reference checkpointing's pass
 OVERHEAD = 16 << 20  # what a rank's Python and torch add to its memory as they run (measured: about 11 MiB)
+mib = tallies.mib
 
 
-def _inputs(seed: int, segments: int, dims: dict[str, int] | None = None) -> dict[str, Any]:
-    shape = dims or {"dim": DIM, "heads": HEADS, "batch": BATCH, "tokens": TOKENS}
-    return {"seed": seed, "layers": LAYERS, "dropout": DROPOUT, **shape, "segments": segments}
+SMALL = {"dim": DIM, "heads": HEADS, "batch": BATCH, "tokens": TOKENS}  # the values cases
+
+
+def _inputs(seed: int, segments: int, dims: dict[str, int] = SMALL) -> dict[str, Any]:
+    return {"seed": seed, "layers": LAYERS, "dropout": DROPOUT, **dims, "segments": segments}
 
 
 def input_bytes(dims: dict[str, int]) -> int:
@@ -53,8 +56,7 @@ def bounds() -> dict[str, Any]:
     return {"plain_kept": plain["kept_bytes"], "plain_peak": plain["peak_bytes"], "peaks": peaks, "allowed": allowed}
 
 
-def _case(seed: int, k: int, expected: dict[str, Any], dims: dict[str, int] | None, check: str) -> Case:
-    shape = dims or {"dim": DIM, "heads": HEADS, "batch": BATCH, "tokens": TOKENS}
+def _case(seed: int, k: int, expected: dict[str, Any], dims: dict[str, int], check: str) -> Case:
     parts = {"output": ["output"], "gradients": ["grads"]}
     if check == "memory":  # a memory case's values are judged too, and its memory counts only if they are right
         parts["memory"] = ["output", "grads"]
@@ -63,8 +65,8 @@ def _case(seed: int, k: int, expected: dict[str, Any], dims: dict[str, int] | No
         fn="checkpointed_forward",
         driver="checkpointing",
         label=(
-            f"{LAYERS} blocks in {k} segments of {LAYERS // k}, dim {shape['dim']}, {shape['heads']} heads,"
-            f" {shape['batch']} x {shape['tokens']} tokens"
+            f"{LAYERS} blocks in {k} segments of {LAYERS // k}, dim {dims['dim']}, {dims['heads']} heads,"
+            f" {dims['batch']} x {dims['tokens']} tokens"
         ),
         inputs=[{**_inputs(seed, k, dims), "memory": check == "memory"}],
         expected=[expected],
@@ -80,7 +82,7 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     plain = driver.reference(_inputs(seed, 1))
     expected = {"output": plain["output"], "grads": plain["grads"]}
-    out = [Phase(None, n, [_case(seed, k, expected, None, "output") for k in VALUES_SEGMENTS])]
+    out = [Phase(None, n, [_case(seed, k, expected, SMALL, "output") for k in VALUES_SEGMENTS])]
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     plain = driver.reference(_inputs(seed, 1, MEMORY))
     expected = {"output": plain["output"], "grads": plain["grads"]}
@@ -96,10 +98,7 @@ def _runs(facts: Facts) -> list[tuple[int, dict[str, Any] | None, str | None]]:
         for i, case in enumerate(g.cases):
             k = int(case.inputs[0]["segments"])
             tree = result(g, i, 0)
-            if isinstance(tree, dict):
-                out.append((k, tree, None))
-            else:
-                out.append((k, None, case_failure(g, i, 0) or "no result"))
+            out.append((k, tree, None) if isinstance(tree, dict) else (k, None, case_failure(g, i, 0) or "no result"))
     return out
 
 
@@ -177,112 +176,95 @@ def _forward_problem(tree: dict[str, Any]) -> str | None:
     return None
 
 
+def _recompute_problem(k: int, got: list[int]) -> str | None:
+    """What is wrong with the blocks recomputed in backward for ``k`` segments, or None."""
+    full, sequential = _expected_recompute(k)
+    if got in (full, sequential):
+        return None
+    if not got:
+        return (
+            "no block was recomputed during backward, so nothing was checkpointed: every activation was kept, as in"
+            " plain backpropagation"
+        )
+    runs, size = _runs_of(got), LAYERS // k
+    problem = (
+        f"the backward recomputed the blocks as {_show(runs)}, but {k} segments of {size} blocks are recomputed as"
+        f" {_show(_runs_of(full))}, last segment first"
+    )
+    if len(got) > LAYERS:
+        return problem + f"; {len(got)} block recomputations is more than one extra forward ({LAYERS})"
+    if all(len(r) == 1 for r in runs) and len(runs) == LAYERS:
+        return problem + ": you checkpointed every block on its own, whatever the segment count"
+    if len(runs) == size and all(len(r) == k for r in runs):
+        return problem + f": that is {size} segments of {k}; `segments` is the number of segments"
+    if len(got) < len(full) and set(got) < set(full):
+        return problem + (
+            ": the other segments were never recomputed, because no gradient reached them (is the graph cut between"
+            " segments?)"
+        )
+    return problem
+
+
 def recompute(facts: Facts) -> Outcome:
-    problems: list[str] = []
-    good = total = 0
+    tally = tallies.Tally(unit="segment count")
     data: dict[str, Any] = {}
     for k, tree, why in _runs(facts):
-        total += 1
         if tree is None:
-            problems.append(f"{k} segments: the run did not finish ({why})")
+            tally.add(f"{k} segments: the run did not finish ({why})")
             continue
         calls = tree.get("recompute_calls")
         got = calls.tolist() if isinstance(calls, torch.Tensor) else []
-        full, sequential = _expected_recompute(k)
-        size = LAYERS // k
         data[f"segments_{k}"] = {"forward": LAYERS, "recomputed": len(got), "segments_recomputed": _show(_runs_of(got))}
-        problem = _forward_problem(tree)
-        if problem is None and got not in (full, sequential):
-            runs = _runs_of(got)
-            if not got:
-                problem = (
-                    "no block was recomputed during backward, so nothing was checkpointed: every activation was"
-                    " kept, as in plain backpropagation"
-                )
-            else:
-                problem = (
-                    f"the backward recomputed the blocks as {_show(runs)}, but {k} segments of"
-                    f" {size} blocks are recomputed as {_show(_runs_of(full))}, last segment first"
-                )
-                if len(got) > LAYERS:
-                    problem += f"; {len(got)} block recomputations is more than one extra forward ({LAYERS})"
-                elif all(len(r) == 1 for r in runs) and len(runs) == LAYERS:
-                    problem += ": you checkpointed every block on its own, whatever the segment count"
-                elif len(runs) == size and all(len(r) == k for r in runs):
-                    problem += f": that is {size} segments of {k}; `segments` is the number of segments"
-                elif len(got) < len(full) and set(got) < set(full):
-                    problem += (
-                        ": the other segments were never recomputed, because no gradient reached them (is the"
-                        " graph cut between segments?)"
-                    )
-        if problem is None:
-            good += 1
-        else:
-            problems.append(f"{k} segments: {problem}")
-    if not total:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    if problems:
-        more = f" ({len(problems) - 1} more segment counts wrong too)" if len(problems) > 1 else ""
-        return Outcome(False, problems[0] + "." + more, data, fraction=good / total)
-    extra = max(d["recomputed"] for d in data.values())
-    return Outcome(
-        True,
+        problem = _forward_problem(tree) or _recompute_problem(k, got)
+        tally.add(problem and f"{k} segments: {problem}")
+    extra = max((d["recomputed"] for d in data.values()), default=0)
+    success = (
         f"every block ran once in the forward and was recomputed at most once in backward, segment by segment:"
         f" {LAYERS} block forwards plain, at most {LAYERS + extra} yours (one extra forward, about a third more"
-        " compute per training step, a backward costing about two forwards)",
-        data,
-        fraction=1.0,
+        " compute per training step, a backward costing about two forwards)"
     )
+    return tally.outcome(success, data)
 
 
-def _mib(n: float) -> str:
-    return f"{n / 2**20:,.1f} MiB"
+def _over(k: int, ref: dict[str, Any], peak: int) -> str:
+    """Why a peak of ``peak`` bytes for ``k`` segments is too much, against the reference figures ``ref``."""
+    plain, allowed = ref["plain_peak"], ref["allowed"][k]
+    advice = (
+        " Nothing was saved: run each segment under torch.utils.checkpoint.checkpoint (or your own autograd"
+        " Function that saves only the segment's input and recomputes the segment in backward)."
+        if peak - OVERHEAD >= 0.8 * plain
+        else f" Checkpointing {k} segments keeps {k} segment inputs ({mib(k * input_bytes(MEMORY))}) through the"
+        f" forward and then holds the activations of one segment of {LAYERS // k} blocks at a time: keep only each"
+        " segment's input, and recompute one segment at a time."
+    )
+    return (
+        f"the process's memory rose by {mib(peak)} (measured by the kernel, outside your code), above the"
+        f" {mib(allowed)} allowed ({ALLOWANCE:.2f} x the {mib(ref['peaks'][k])} of tensors a reference checkpointing"
+        f" of {k} segments holds at its peak, plus {mib(OVERHEAD)} for Python and torch; plain backpropagation holds"
+        f" {mib(plain)}).{advice}"
+    )
 
 
 def memory(facts: Facts) -> Outcome:
     ref = bounds()
     plain = ref["plain_peak"]
-    problems: list[str] = []
-    good = total = 0
+    tally = tallies.Tally(unit="segment count")
     measured: list[list[float]] = []
     figures: dict[str, Any] = {"plain_live_peak_bytes": plain, "overhead_bytes": OVERHEAD}
-    for g in facts.groups:
-        if not g.phase or not g.cases:
-            continue
+    for g in (g for g in facts.groups if g.phase and g.cases):
         case = g.cases[0]
         k = int(case.inputs[0]["segments"])
-        total += 1
-        allowed, peak = ref["allowed"][k], memory_peak(g, 0)
-        figures[f"segments_{k}"] = {"peak_bytes": peak, "allowed_bytes": allowed}
-        if peak is None:
-            why = case_failure(g, 0, 0) or "this grader could not read its memory from the kernel"
-            problems.append(f"{k} segments: the memory was not measured ({why})")
-            continue
-        measured.append([k, round(peak / 2**20, 1)])
-        wrong = case_failure(g, 0, 0, part="memory")
-        if peak > allowed:
-            advice = (
-                " Nothing was saved: run each segment under torch.utils.checkpoint.checkpoint (or your own autograd"
-                " Function that saves only the segment's input and recomputes the segment in backward)."
-                if peak - OVERHEAD >= 0.8 * plain
-                else f" Checkpointing {k} segments keeps {k} segment inputs"
-                f" ({_mib(k * input_bytes(MEMORY))}) through the forward and then holds the activations of one"
-                f" segment of {LAYERS // k} blocks at a time: keep only each segment's input, and recompute one"
-                " segment at a time."
-            )
-            problems.append(
-                f"{k} segments, {case.label}: the process's memory rose by {_mib(peak)} (measured by the kernel,"
-                f" outside your code), above the {_mib(allowed)} allowed ({ALLOWANCE:.2f} x the"
-                f" {_mib(ref['peaks'][k])} of tensors a reference checkpointing of {k} segments holds at its peak,"
-                f" plus {_mib(OVERHEAD)} for Python and torch; plain backpropagation holds {_mib(plain)}).{advice}"
-            )
-        elif wrong is not None:
-            problems.append(
-                f"{k} segments, {case.label}: the memory ({_mib(peak)}) counts only for a stack whose output and"
-                f" gradients are right, and these are not ({wrong}); see the other checks"
-            )
-        else:
-            good += 1
+        peak, problem = tallies.memory_problem(
+            g,
+            ref["allowed"][k],
+            functools.partial(_over, k, ref),
+            functools.partial(case_failure, g, 0, 0, part="memory"),
+            "a stack whose output and gradients are right",
+        )
+        figures[f"segments_{k}"] = {"peak_bytes": peak, "allowed_bytes": ref["allowed"][k]}
+        if peak is not None:
+            measured.append([k, round(peak / 2**20, 1)])
+        tally.add(problem and f"{k} segments, {case.label}: {problem}")
     chart = {
         "title": f"Memory during forward and backward of {LAYERS} blocks, by segment count",
         "x_label": "segments k",
@@ -297,20 +279,12 @@ def memory(facts: Facts) -> Outcome:
             {"name": "allowed", "points": [[k, round(ref["allowed"][k] / 2**20, 1)] for k in MEMORY_SEGMENTS]},
         ],
     }
-    data = {"figures": figures, "chart": chart}
-    if not total:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    if problems:
-        more = f" ({len(problems) - 1} more segment counts wrong too)" if len(problems) > 1 else ""
-        return Outcome(False, problems[0] + more, data, fraction=good / total)
     shown = "; ".join(f"k={k}: {y:,.1f} MiB" for k, y in measured)
-    return Outcome(
-        True,
+    success = (
         f"the memory your stack added, measured by the kernel: {shown}, each within its bound; plain"
-        f" backpropagation holds {_mib(plain)} of tensors at its peak (chart below)",
-        data,
-        fraction=1.0,
+        f" backpropagation holds {mib(plain)} of tensors at its peak (chart below)"
     )
+    return tally.outcome(success, {"figures": figures, "chart": chart})
 
 
 RULES = {"output": output, "gradients": gradients, "memory": memory, "recompute": recompute}

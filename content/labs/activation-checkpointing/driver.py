@@ -1,22 +1,16 @@
 """Public driver for activation-checkpointing: the 12-block transformer and how the grader runs it.
 
-Not secret: read it to see exactly what the grader does. For each case it builds the same stack
-of ``L`` pre-norm transformer blocks (float64, dropout on) from the seed it is given, seeds the
-random generator, and runs
+Not secret: read it to see exactly what the grader does. For each case it builds a stack of ``L``
+pre-norm transformer blocks (float64, dropout on) from the seed it is given, seeds the random
+generator, and runs ``y = checkpointed_forward(blocks, x, k)`` (yours), then ``(y * w).sum().backward()``
+(``w``: fixed random weights). The output and gradients it returns are compared, outside your code,
+with plain backpropagation (``reference``); the order in which the blocks ran is returned too.
 
-    y = checkpointed_forward(blocks, x, k)        # yours
-    (y * w).sum().backward()                     # w: fixed random weights
-
-It returns the output, every gradient and the order in which the blocks ran; the output and the
-gradients are compared, outside your code, with plain backpropagation (``reference``).
-
-The memory cases run alone, each in a process of its own, on a larger stack: the kernel counts
-the memory that process holds (its control group's high-water, read outside your code), and
-``release_freed_buffers`` makes that count follow the tensors that are alive. Their bound comes
-from ``LiveBytes``, a dispatch mode that follows every tensor an operation creates until it is
-freed: the grader runs it, outside the sandbox, on plain backpropagation and on a reference
-checkpointing of each ``k``. Use it yourself to see your own peak of live bytes
-(``run(checkpointed_forward, inputs, k)["peak_bytes"]``).
+The memory cases run alone, each in its own process, on a larger stack: the kernel counts the
+memory that process holds (its control group's high-water, read outside your code). Their bound
+comes from ``LiveBytes``, which follows every tensor an operation creates until it is freed, run by
+the grader on plain backpropagation and on a reference checkpointing of each ``k``. See your own
+peak of live bytes with ``run(checkpointed_forward, inputs, k)["peak_bytes"]``.
 """
 
 from __future__ import annotations

@@ -49,27 +49,16 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
 
     prepare = loading("prepare", f"the MLP with other weights sharded on {load_on} ranks, a fresh AdamW")
     load = loading("load", f"load_checkpoint on {load_on} ranks")
-    report = Case(
-        check="parameters",
-        fn="load_checkpoint",
-        driver="report",
-        label=f"after load_checkpoint on {load_on} ranks",
-        inputs=[dict(inputs) for _ in range(load_on)],
-        expected=[{"params": expected["params"], "optimizer": expected["optimizer"]} for _ in range(load_on)],
-        parts={"parameters": ["params"], "optimizer-state": ["optimizer"]},
-        tolerance={"params": TOLERANCE, "optimizer": TOLERANCE},
-        missing="missing",  # what driver.held puts where AdamW holds no moment for a parameter
-    )
-    resume = Case(
-        check="resumed-step",
-        fn="load_checkpoint",
-        driver="resume",
-        label=f"step {STEPS + 1} on {load_on} ranks after load_checkpoint",
-        inputs=[dict(inputs) for _ in range(load_on)],
-        expected=[{"resumed": expected["resumed"]} for _ in range(load_on)],
-        parts={"resumed-step": ["resumed"]},
-        tolerance={"resumed": TOLERANCE},
-    )
+    rows = [dict(inputs) for _ in range(load_on)]
+    held = {"params": expected["params"], "optimizer": expected["optimizer"]}
+    label = f"after load_checkpoint on {load_on} ranks"
+    # missing: what driver.held puts where AdamW holds no moment for a parameter
+    report = Case("parameters", "load_checkpoint", label, rows, [held] * load_on, driver="report",
+                  parts={"parameters": ["params"], "optimizer-state": ["optimizer"]},
+                  tolerance={"params": TOLERANCE, "optimizer": TOLERANCE}, missing="missing")  # fmt: skip
+    label, resumed = f"step {STEPS + 1} on {load_on} ranks after load_checkpoint", {"resumed": expected["resumed"]}
+    resume = Case("resumed-step", "load_checkpoint", label, rows, [resumed] * load_on, driver="resume",
+                  parts={"resumed-step": ["resumed"]}, tolerance={"resumed": TOLERANCE})  # fmt: skip
     return [
         Phase("save", save_on, [setup, *train, save], shares_dir=True),
         Phase("load", load_on, [prepare, load, report, resume], shares_dir=True),
@@ -78,21 +67,21 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
 
 def sharded_save(facts: Facts) -> Outcome:
     """Every rank wrote its own shards, judged by what the files under ``path`` hold (read as bytes, never loaded)."""
-    groups = [g for g in facts.groups if g.phase == "save"]
-    if not groups or groups[0].status is None:
+    g = next((g for g in facts.groups if g.phase == "save"), None)
+    if g is None or g.status is None:
         return Outcome(False, "the save phase was not run")
-    g = groups[0]
-    for i in range(len(g.cases)):
-        for r in range(g.world_size):
-            why = case_failure(g, i, r)
-            if why:
-                return Outcome(False, f"{g.name}, rank {r}, {g.cases[i].label}: {why}")
+    if failed := first_failure(facts, ("setup", "train", "save")):
+        return Outcome(False, failed)
     state = saved_state(facts)
     if state is None:
         return Outcome(False, "the load phase, which holds the state the save must contain, was not planned")
-    files = {path: data for path, data in g.files.items() if path.startswith(f"{CHECKPOINT}/")}
-    data, why = files_verdict(files, state, g.world_size, truncated=g.files_truncated)
+    data, why = files_verdict(saved_files(g), state, g.world_size, truncated=g.files_truncated)
     return Outcome(why is None, f"{g.name}: {why}" if why else data.pop("summary"), data)
+
+
+def saved_files(g: Any) -> dict[str, bytes]:
+    """What the save phase ``g`` left under ``path`` (name -> bytes), read after its ranks exited."""
+    return {path: data for path, data in g.files.items() if path.startswith(f"{CHECKPOINT}/")}
 
 
 def saved_state(facts: Facts) -> dict[str, torch.Tensor] | None:
@@ -183,16 +172,14 @@ def _and(items: list[int]) -> str:
 
 def moments_saved(facts: Facts) -> bool:
     """Some of AdamW's moments are in the files the save phase left (found by value, never loaded)."""
-    groups = [g for g in facts.groups if g.phase == "save"]
-    state = saved_state(facts)
-    if not groups or state is None:
+    g, state = next((g for g in facts.groups if g.phase == "save"), None), saved_state(facts)
+    if g is None or state is None:
         return False
-    files = {path: data for path, data in groups[0].files.items() if path.startswith(f"{CHECKPOINT}/")}
-    n = groups[0].world_size
+    n = g.world_size
     moments: dict[Hashable, torch.Tensor] = {
         (label, r): t.chunk(n)[r] for label, t in state.items() if label.startswith("AdamW") for r in range(n)
     }
-    return any(scan.locate(files, moments, *TOLERANCE).values())
+    return any(scan.locate(saved_files(g), moments, *TOLERANCE).values())
 
 
 def _optimizer_hint(facts: Facts) -> training.Hint:
@@ -253,21 +240,20 @@ def _resumed_hint(g: Any, i: int, case: Case, r: int) -> str:
     )
 
 
-def load_failure(facts: Facts) -> str | None:
-    """Why preparing the model or the student's ``load_checkpoint`` failed on some rank, or None."""
+def first_failure(facts: Facts, drivers: tuple[str, ...]) -> str | None:
+    """Why a call of one of ``drivers`` failed on some rank (the first, with its phase and rank), or None."""
     for g in facts.groups:
         for i, case in enumerate(g.cases):
-            if case.driver in ("prepare", "load"):
+            if case.driver in drivers:
                 for r in range(g.world_size):
-                    why = case_failure(g, i, r)
-                    if why:
+                    if why := case_failure(g, i, r):
                         return f"{g.name}, rank {r}, {case.label}: {why}"
     return None
 
 
 def _judge(check: str, hint: Callable[[Facts], training.Hint]) -> Any:
     def rule(facts: Facts) -> Outcome:
-        failed = load_failure(facts)
+        failed = first_failure(facts, ("prepare", "load"))
         if failed:
             return Outcome(False, f"{failed}. Nothing was loaded, so the model and AdamW kept their fresh state.")
         return training.judge(facts, check, hint(facts), success="uninterrupted single-process training")

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, load_public, training
+from labs.authoring import Case, Facts, Outcome, load_public, steps, training
 
 DIMS = [256, 16, 16, 8]  # 4,520 float64 parameters: 35.3 KiB of gradients per all-reduce
 # The global batch: equal shards on 2, 3 and 4 ranks. Each example is 2,112 bytes (256 + 8 float64), so
@@ -31,22 +31,9 @@ VOID = training.moved_the_data  # a rank that sent as many bytes as its data mov
 
 
 def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
-    """Every rank's inputs: the model's seed (the same everywhere) and only its own shard of each step's batch.
-
-    Each shard is drawn from that rank's own generator, so no rank can work out another's data:
-    the whole batch's gradient exists only once the ranks have communicated.
-    """
-    shared, *own = training.secret_generators(gen, world_size + 1)
-    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=shared))
-    per, f64 = BATCH // world_size, torch.float64
-    out = []
-    for r in range(world_size):
-        xs = [torch.randn(per, DIMS[0], generator=own[r], dtype=f64) for _ in range(STEPS)]
-        ys = [torch.randn(per, DIMS[-1], generator=own[r], dtype=f64) for _ in range(STEPS)]
-        out.append(
-            {"seed": seed, "dims": DIMS, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY, "x": xs, "y": ys}
-        )
-    return out
+    """Every rank's inputs: the model's seed (the same everywhere) and only its own shard of each step's batch."""
+    settings = {"lr": LR, "weight_decay": WEIGHT_DECAY}
+    return steps.private_shards(world_size, gen, settings, dims=DIMS, batch=BATCH, steps=STEPS)
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
@@ -120,22 +107,13 @@ def ranks_identical(facts: Facts) -> Outcome:
 
 
 def _over(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
-    what = (
-        f"world size {g.world_size}: rank {r} sent {s} bytes in {STEPS} steps, {s / theory:.3g} times what one"
-        f" all-reduce of the {size}-byte gradients per step needs (2(N-1)/N x {size} x {STEPS} ="
-        f" {round(theory)}). Send each gradient once per step with dist.all_reduce: no extra"
-        " broadcasts, gathers or second reductions"
-    )
-    return what, ""
+    advice = "send each gradient once per step with dist.all_reduce: no extra broadcasts, gathers or second reductions"
+    return steps.traffic(g.world_size, r, s, theory, size, STEPS), advice
 
 
 def _under(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
-    what = (
-        f"world size {g.world_size}: rank {r} sent only {s} bytes in {STEPS} steps, {s / theory:.3g} of one"
-        f" all-reduce of the {size}-byte float64 gradients per step ({round(theory)}): every parameter's"
-        " full gradient must be all-reduced at every step"
-    )
-    return what, ""
+    advice = "every parameter's full gradient must be all-reduced at every step"
+    return steps.traffic(g.world_size, r, s, theory, size, STEPS), advice
 
 
 def communication(facts: Facts) -> Outcome:

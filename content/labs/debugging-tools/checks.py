@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, load_public, load_trusted, result, rules, training
+from labs.authoring import Case, Facts, Outcome, load_public, load_trusted, result, rules, tallies, training
 
 DIMS = [32, 64, 8]  # 2,632 float64 parameters
 BATCH = 24  # equal shards on 2, 3 and 4 ranks
@@ -58,8 +58,8 @@ def _norms_case(world_size: int, seed: int) -> Case:
         fn="gradient_norms",
         driver="norms",
         label=f"gradient norms after one backward on each rank's {BATCH // world_size} examples",
-        inputs=[dict(inputs) for _ in range(world_size)],
-        expected=[{"norms": norms, "grads": grads[r]} for r in range(world_size)],
+        inputs=[inputs] * world_size,
+        expected=[{"norms": norms, "grads": g} for g in grads],
         parts={"norms": ["norms"], "gradients-untouched": ["grads"]},
         tolerance={"norms": TOLERANCE, "grads": (0.0, 0.0)},
     )
@@ -74,13 +74,8 @@ def _nudge(gen: torch.Generator) -> dict[str, Any]:
 
 def _inputs(gen: torch.Generator) -> dict[str, Any]:
     """One rank's inputs of a ``sync`` call, every seed drawn on its own."""
-    return {
-        "model_seed": _draw(gen, 2**31 - 1),
-        "batch_seed": _draw(gen, 2**31 - 1),
-        "dims": DIMS,
-        "batch": BATCH,
-        "nudge": _nudge(gen),
-    }
+    model_seed, batch_seed = _draw(gen, 2**31 - 1), _draw(gen, 2**31 - 1)
+    return {"model_seed": model_seed, "batch_seed": batch_seed, "dims": DIMS, "batch": BATCH, "nudge": _nudge(gen)}
 
 
 def _drift(gen: torch.Generator) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -160,8 +155,7 @@ def _timing_case(world_size: int, gen: torch.Generator) -> Case:
         fn="CommProfiler",
         driver="timing",
         label=f"{OPS} collectives through CommProfiler: {said}",
-        inputs=[dict(inputs) for _ in range(world_size)],
-        expected=[{"rows": rows, "results": results} for _ in range(world_size)],
+        **rules.replicated(world_size, inputs, {"rows": rows, "results": results}),
         measure=True,
         parts={"collective-results": ["results"]},
         tolerance={"results": (0.0, 0.0)},
@@ -171,9 +165,6 @@ def _timing_case(world_size: int, gen: torch.Generator) -> Case:
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     seed = _draw(gen, 2**31 - 1)
     return [_norms_case(world_size, seed), *_sync_cases(world_size, gen), _timing_case(world_size, gen)]
-
-
-# ---- gradient norms ------------------------------------------------------------------------------
 
 
 def _norms_hint(g: Any, i: int, case: Case, rank: int) -> str:
@@ -233,21 +224,8 @@ def gradients_untouched(facts: Facts) -> Outcome:
     )
 
 
-# ---- loss sync -----------------------------------------------------------------------------------
-
-
-def _sync_calls(facts: Facts) -> list[tuple[Any, int, Case]]:
-    return training.cases_judging(facts, "sync")
-
-
-def _answer(g: Any, i: int, r: int) -> Any:
-    got = result(g, i, r)
-    return got.get("in_sync") if isinstance(got, dict) else None
-
-
-def _sync_hint(g: Any, i: int, case: Case) -> str:
-    change = difference(case)
-    said = [_answer(g, i, r) for r in range(g.world_size)]
+def _sync_hint(g: Any, i: int, case: Case, got: Any) -> str:
+    said = [tallies.said(g, i, r, "in_sync") for r in range(g.world_size)]
     if not all(isinstance(a, bool) for a in said):
         return " losses_in_sync must return a bool (or a one-element bool tensor) on every rank."
     if len(set(said)) > 1:
@@ -255,6 +233,7 @@ def _sync_hint(g: Any, i: int, case: Case) -> str:
             " Some ranks answered right, others not: each rank must learn every other rank's loss"
             " (all_reduce with MAX and with MIN, or all_gather), not only rank 0's (see the agreement check)."
         )
+    change = difference(case)
     if change is None:
         return (
             " Every rank computed the same loss, bit for bit, so the answer is True. Compare the exact values;"
@@ -268,45 +247,13 @@ def _sync_hint(g: Any, i: int, case: Case) -> str:
     return " One rank's loss differed, so the answer is False everywhere."
 
 
-def sync(facts: Facts) -> Outcome:
-    total = passed = 0
-    first: str | None = None
-    wrong: set[str] = set()
-    for g, i, case in _sync_calls(facts):
-        for r in range(g.world_size):
-            total += 1
-            got = result(g, i, r)
-            want = case.expected[r]["in_sync"]
-            said = _answer(g, i, r)
-            if said is want:
-                passed += 1
-                continue
-            wrong.add(f"{g.name}: {case.label}")
-            if first is None:
-                where = f"{g.name}, rank {r}, {case.label}"
-                if got is None:
-                    first = f"{where}: {case_failure(g, i, r, part='sync') or 'no result'}."
-                else:
-                    first = f"{where}: returned {said}, expected {want}." + _sync_hint(g, i, case)
-    data: dict[str, Any] = {"rank_calls": total, "passed": passed}
-    if not total:
-        return Outcome(False, "no calls were run for this check", data, fraction=0.0)
-    if first is None:
-        return Outcome(True, f"all {total} answers right (every rank, every call)", data, fraction=1.0)
-    more = f" Wrong in {len(wrong)} calls in all." if len(wrong) > 1 else ""
-    data["wrong_calls"] = sorted(wrong)
-    return Outcome(False, f"{first}{more} [{passed} of {total} right]", data, fraction=passed / total)
-
-
-def agreement(facts: Facts) -> Outcome:
-    return rules.same_answer_everywhere(
-        _sync_calls(facts),
-        _answer,
-        values_check="sync",
-        advice="A rank that compares its loss with rank 0's alone cannot know about the others: reduce the"
-        " losses so that every rank sees the same result (all_reduce with MAX and with MIN, or all_gather) and"
-        " decide from that",
-    )
+sync, agreement = tallies.bool_rules(
+    "sync",
+    "in_sync",
+    _sync_hint,
+    advice="A rank that compares its loss with rank 0's alone cannot know about the others: reduce the losses so"
+    " that every rank sees the same result (all_reduce with MAX and with MIN, or all_gather) and decide from that",
+)
 
 
 def collective_results(facts: Facts) -> Outcome:
@@ -327,38 +274,31 @@ def _theory(op: dict[str, Any], n: int) -> int:
 
 
 def communication(facts: Facts) -> Outcome:
-    total = good = 0
-    problems: list[str] = []
+    tally = tallies.Tally(unit="call", empty="no timing call was run")
     data: dict[str, Any] = {}
     for g, i, case in timing.calls(facts):
-        total += 1
-        n = g.world_size
-        wire = g.wire.get(i)
+        n, wire, ops = g.world_size, g.wire.get(i), case.inputs[0]["ops"]
         if wire is None or not training.finished(g, i):
-            problems.append(f"{g.name}: the timing call did not finish on every rank, so its bytes say nothing")
+            tally.add(f"{g.name}: the timing call did not finish on every rank, so its bytes say nothing")
             continue
-        ops = case.inputs[0]["ops"]
         theory = sum(_theory(op, n) for op in ops)
         sent = sum(sum(peers.values()) for peers in wire["sent"].values())
         data[f"world_size_{n}"] = {"expected_total_bytes": theory, "measured_total_bytes": sent, "sent": wire["sent"]}
+        said = f"{g.name}: the ranks sent {sent:,} bytes in all, {sent / theory:.3g}"
         if sent > HIGH * theory + n * (len(ops) + 3) * HEADERS:
-            problems.append(
-                f"{g.name}: the ranks sent {sent:,} bytes in all, {sent / theory:.3g} times what the {len(ops)}"
-                f" collectives need with gloo's own algorithms ({theory:,}). Run each collective once, as itself"
-                " (an all_gather emulated by an all-reduce of a padded buffer sends twice as much)"
+            tally.add(
+                f"{said} times what the {len(ops)} collectives need with gloo's own algorithms ({theory:,}). Run each"
+                " collective once, as itself (an all_gather emulated by an all-reduce of a padded buffer sends twice"
+                " as much)"
             )
         elif sent < LOW * theory:
-            problems.append(
-                f"{g.name}: the ranks sent only {sent:,} bytes in all, {sent / theory:.3g} of what the {len(ops)}"
-                f" collectives need ({theory:,}): the profiler must really run every collective it records"
+            tally.add(
+                f"{said} of what the {len(ops)} collectives need ({theory:,}): the profiler must really run every"
+                " collective it records"
             )
         else:
-            good += 1
-    if not total:
-        return Outcome(False, "no timing call was run", data, fraction=0.0)
-    if problems:
-        return Outcome(False, "; ".join(problems[:2]) + ".", data, fraction=good / total)
-    return Outcome(True, "the profiled collectives put their own bytes on the wire, no more", data, fraction=1.0)
+            tally.add(None)
+    return tally.outcome("the profiled collectives put their own bytes on the wire, no more", data, shown=2)
 
 
 RULES = {

@@ -2,16 +2,12 @@
 
 Not secret: read it to see exactly what the grader does. Three kinds of call:
 
-- ``norms``: every rank builds the same float64 MLP from the seed, back-propagates the
-  mean squared error over its own shard of the batch and calls ``gradient_norms(model)``;
-  the judge compares the norms (and checks that the gradients were left as they were).
-- ``sync``: every rank builds its model from its own model seed, reads the batch of its own
-  batch seed and scales one weight by its own nudge, then calls ``losses_in_sync(loss)``.
-  Each rank is given its own inputs only: the losses agree when every rank was given the
-  same, and from its own inputs alone no rank can tell whether the others were.
-- ``timing``: every rank issues a known sequence of collectives through your
-  ``CommProfiler``; before one all-reduce one rank (the straggler) sleeps, so the others
-  wait in that collective. The judge reads ``profiler.table()``.
+- ``norms``: one backward of the same float64 MLP on this rank's shard, then ``gradient_norms(model)``.
+- ``sync``: a model, a batch and one nudged weight from this rank's own inputs, then
+  ``losses_in_sync(loss)``. From its own inputs alone no rank can tell whether the others were
+  given the same: only their losses can.
+- ``timing``: a known sequence of collectives through your ``CommProfiler``, one rank (the
+  straggler) sleeping before one all-reduce so that the others wait in it; then ``profiler.table()``.
 """
 
 from __future__ import annotations
@@ -86,8 +82,7 @@ def sync(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     ``in_sync``: what it returned (judged). ``loss``: this rank's loss (shown, never judged).
     """
     loss = sync_loss(inputs)
-    value = float(loss)
-    return {"in_sync": answer(submission.losses_in_sync(loss.clone())), "loss": value}
+    return {"in_sync": answer(submission.losses_in_sync(loss.clone())), "loss": float(loss)}
 
 
 def make_tensor(seed: int, index: int, rank: int, op: dict[str, Any]) -> torch.Tensor:
@@ -110,10 +105,8 @@ def as_row(row: Any) -> dict[str, Any] | str:
     if missing:
         return f"a row without {', '.join(repr(k) for k in missing)}: {repr(row)[:80]}"
     try:
-        nbytes = row["bytes"]
-        nbytes = int(nbytes.item()) if isinstance(nbytes, torch.Tensor) else int(nbytes)
-        seconds = row["seconds"]
-        seconds = float(seconds.item()) if isinstance(seconds, torch.Tensor) else float(seconds)
+        nbytes, seconds = (v.item() if isinstance(v, torch.Tensor) else v for v in (row["bytes"], row["seconds"]))
+        nbytes, seconds = int(nbytes), float(seconds)
     except (TypeError, ValueError, RuntimeError) as exc:
         return f"bytes or seconds is not a number ({exc}): {repr(row)[:80]}"
     return {"op": str(row["op"]), "bytes": nbytes, "seconds": seconds}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from labs.authoring import Case, Facts, Outcome, case_failure, result, training
+from labs.authoring import Case, Facts, Outcome, case_failure, result, tallies, training
 
 DELAY = 0.05  # seconds the straggler sleeps before one all-reduce
 # Where the driver's own clock saw the delayed all-reduce take WAITED s or more (the ranks that waited
@@ -82,29 +82,19 @@ def _rows_problem(rows: Any, case: Case, n: int) -> str | None:
 
 
 def timing_rows(facts: Facts) -> Outcome:
-    total = good = 0
-    problems: list[str] = []
+    tally = tallies.Tally(unit="rank result", empty="no timing call was run")
     for g, i, case in calls(facts):
         for r in range(g.world_size):
-            total += 1
             got = result(g, i, r)
             if not isinstance(got, dict):
                 reason = case_failure(g, i, r, part="collective-results") or "no result"
-                problems.append(f"{g.name}, rank {r}: the timing call did not finish ({reason})")
-                continue
-            why = _rows_problem(got.get("rows"), case, g.world_size)
-            if why:
-                problems.append(f"{g.name}, rank {r}, {case.label}: {why}")
+                tally.add(f"{g.name}, rank {r}: the timing call did not finish ({reason})")
             else:
-                good += 1
-    data: dict[str, Any] = {"rank_calls": total, "passed": good}
-    if not total:
-        return Outcome(False, "no timing call was run", data, fraction=0.0)
-    if problems:
-        n = len(problems) - 1
-        more = f" ({n} more rank result{'s' if n > 1 else ''} wrong)" if n else ""
-        return Outcome(False, f"{problems[0]}.{more} [{good} of {total} right]", data, fraction=good / total)
-    return Outcome(True, f"one row per collective, right op and bytes, on all {total} ranks", data, fraction=1.0)
+                why = _rows_problem(got.get("rows"), case, g.world_size)
+                tally.add(why and f"{g.name}, rank {r}, {case.label}: {why}")
+    data = {"rank_calls": tally.total, "passed": tally.good}
+    success = f"one row per collective, right op and bytes, on all {tally.total} ranks"
+    return tally.outcome(success, data, score=True)
 
 
 def _times_problem(g: Any, i: int, case: Case, shown: dict[str, Any]) -> str | None:
@@ -152,27 +142,16 @@ FEEDBACK = " This check is feedback: it is measured inside your own process, so 
 
 def timing_times(facts: Facts) -> Outcome:
     """Feedback, no points: the durations against the driver's clock, both read inside the ranks."""
-    total = good = 0
-    problems: list[str] = []
+    tally = tallies.Tally(unit="world size", empty="no timing call was run." + FEEDBACK)
     data: dict[str, Any] = {"straggler_delay_s": DELAY}
     for g, i, case in calls(facts):
-        total += 1
         shown: dict[str, Any] = {}
-        why = _times_problem(g, i, case, shown)
         data[f"world_size_{g.world_size}"] = shown
-        if why:
-            problems.append(f"{g.name}: {why}")
-        else:
-            good += 1
+        why = _times_problem(g, i, case, shown)
+        tally.add(why and f"{g.name}: {why}")
     data["feedback"] = "measured inside the ranks: shown, never scored"
-    if not total:
-        return Outcome(False, "no timing call was run." + FEEDBACK, data, fraction=0.0)
-    if problems:
-        return Outcome(False, "; ".join(problems[:2]) + "." + FEEDBACK, data, fraction=good / total)
-    return Outcome(
-        True,
+    success = (
         "every duration is >= 0, they fit in the driver's clock, and the ranks that waited for the straggler"
-        " show the wait." + FEEDBACK,
-        data,
-        fraction=1.0,
+        " show the wait." + FEEDBACK
     )
+    return tally.outcome(success, data, shown=2, advice=FEEDBACK.strip())

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, Phase, case_failure, result
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, result, tallies
 
 EPOCHS = 3
 RESTARTED = "restarted"  # the phase that builds the samplers again in new processes
@@ -136,25 +136,16 @@ Problem = Callable[[Any, dict[str, Any], list[dict[str, Any]]], str | None]
 def _judge(
     facts: Facts, unit_problem: Problem, good: str, advice: Callable[[str], str], shuffled: bool = False
 ) -> Outcome:
-    total = passed = 0
-    problems: list[str] = []
-    crashed = False
+    tally = tallies.Tally(unit="configuration")
     for g, config, ranks, why in _units(facts, shuffled):
-        total += 1
-        problem = why if ranks is None else unit_problem(g, config, ranks)
-        if problem is None:
-            passed += 1
+        where = f"{g.name}, {_name(config)}"
+        if ranks is None:
+            tally.add(f"{where}: {why}", "Fix that error first: this rank's indices could not be compared.")
+        elif problem := unit_problem(g, config, ranks):
+            tally.add(f"{where}: {problem}", advice(problem))
         else:
-            crashed = crashed or (ranks is None and not problems)
-            problems.append(f"{g.name}, {_name(config)}: {problem}")
-    data = {"configurations": total, "passed": passed}
-    if not total:
-        return Outcome(False, "no configurations were run for this check", data, fraction=0.0)
-    if not problems:
-        return Outcome(True, good, data, fraction=1.0)
-    more = f" ({len(problems)} of {total} configurations wrong)" if len(problems) > 1 else ""
-    hint = "Fix that error first: this rank's indices could not be compared." if crashed else advice(problems[0])
-    return Outcome(False, f"{problems[0]}{more}. {hint}", data, fraction=passed / total)
+            tally.add(None)
+    return tally.outcome(good, {"configurations": tally.total, "passed": tally.good})
 
 
 def _coverage_problem(g: Any, config: dict[str, Any], ranks: list[dict[str, Any]]) -> str | None:
@@ -271,23 +262,22 @@ def epochs_differ(facts: Facts) -> Outcome:
 
 def _restarted(facts: Facts, n: int, k: int) -> tuple[list[list[list[int]]] | None, str]:
     """Every rank's passes (by epoch) over configuration ``k`` in the new processes of world size ``n``."""
-    for g in facts.groups:
-        if g.phase != RESTARTED or g.world_size != n:
-            continue
-        passes = []
-        for r in range(n):
-            tree, failure = result(g, 0, r), case_failure(g, 0, r)
-            try:
-                lists = tree["configs"][k]["epochs"]
-                assert failure is None and len(lists) == EPOCHS and all(map(_ints, lists))
-            except (AssertionError, KeyError, IndexError, TypeError):
-                return (
-                    None,
-                    f"rank {r} of the restarted processes did not return its lists ({failure or 'malformed result'})",
-                )
-            passes.append(lists)
-        return passes, ""
-    return None, "the restarted processes never ran (an earlier group failed)"
+    g = next((g for g in facts.groups if g.phase == RESTARTED and g.world_size == n), None)
+    if g is None:
+        return None, "the restarted processes never ran (an earlier group failed)"
+    passes = []
+    for r in range(n):
+        tree, failure = result(g, 0, r), case_failure(g, 0, r)
+        try:
+            lists = tree["configs"][k]["epochs"]
+            assert failure is None and len(lists) == EPOCHS and all(map(_ints, lists))
+        except (AssertionError, KeyError, IndexError, TypeError):
+            return (
+                None,
+                f"rank {r} of the restarted processes did not return its lists ({failure or 'malformed result'})",
+            )
+        passes.append(lists)
+    return passes, ""
 
 
 def _determinism_problem(facts: Facts) -> Problem:

@@ -68,16 +68,9 @@ def sample(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
             first.append(indices(sampler, size))
             again.append(indices(sampler, size))
             lens.append(len(sampler))
-        fresh = epochs(build(seed), size, order[::-1])
-        other = epochs(build(seed + 1), size, [0])[0]
+        fresh, other = epochs(build(seed), size, order[::-1]), epochs(build(seed + 1), size, [0])[0]
         results.append(
-            {
-                "epochs": first,
-                "again": again,
-                "lens": lens,
-                "fresh": [fresh[e] for e in order],
-                "other_seed": other,
-            }
+            {"epochs": first, "again": again, "lens": lens, "fresh": [fresh[e] for e in order], "other_seed": other}
         )
     return {"configs": results}
 

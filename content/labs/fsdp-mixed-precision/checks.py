@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, load_public, result, training
+from labs.authoring import Case, Facts, GroupRun, Outcome, load_public, result, training, wire
 
 DIMS = {"width": 120, "blocks": 2}  # 6 Linear layers of 120 x 120 + a LayerNorm: 349,440 float32 bytes
 BATCH = 24
@@ -34,9 +34,6 @@ LOSS_TOLERANCE = (0.0, 0.0)  # each rank's forward is its own: bit for bit at ev
 HIGH, LOW = 1.05, 0.95
 FRAMING = 8192
 DRIVER = load_public(__file__, "driver")
-WRONG = {  # (param_dtype, reduce_dtype) -> what the numbers say was done
-    (None, torch.float32): "full float32 training: no mixed-precision policy reached the units",
-}
 
 
 def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
@@ -71,120 +68,86 @@ def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     inputs = shards(world_size, gen)
     want = DRIVER.emulate(inputs)
-    what = f"on a global batch of {BATCH}"
-    return [
-        Case(
-            check="forward",
-            fn="wrap",
-            driver="step",
-            label=f"the first training step {what}",
-            inputs=inputs,
-            # Only the loss is scored; the dtypes the driver saw come from inside the rank and only
-            # help the hints say which policy the numbers show.
-            expected=[{"loss": want["losses"][r][0]} for r in range(world_size)],
-            measure=True,
-            parts={"forward": ["loss"]},
-            tolerance={"loss": LOSS_TOLERANCE},
-        ),
-        Case(
-            check="gradients",
-            fn="wrap",
-            driver="finish",
-            label=f"{STEPS} AdamW steps {what}",
-            inputs=[dict(i) for i in inputs],
-            expected=[{"grads": want["grads"], "params": want["params"]} for _ in range(world_size)],
-            parts={"gradients": ["grads"], "parameters": ["params"]},
-            tolerance=TOLERANCE[world_size] if world_size in TOLERANCE else TOLERANCE[4],
-        ),
-    ]
+    # Only the loss is scored; the dtypes the driver saw come from inside the rank and only help the hints.
+    losses = [{"loss": want["losses"][r][0]} for r in range(world_size)]
+    label = f"the first training step on a global batch of {BATCH}"
+    parts, tolerance = {"forward": ["loss"]}, {"loss": LOSS_TOLERANCE}
+    step = Case("forward", "wrap", label, inputs, losses, measure=True, driver="step", parts=parts, tolerance=tolerance)
+    trained = [{"grads": want["grads"], "params": want["params"]}] * world_size
+    label, rows = f"{STEPS} AdamW steps on a global batch of {BATCH}", [dict(i) for i in inputs]
+    parts, tolerance = {"gradients": ["grads"], "parameters": ["params"]}, TOLERANCE.get(world_size, TOLERANCE[4])
+    return [step, Case("gradients", "wrap", label, rows, trained, driver="finish", parts=parts, tolerance=tolerance)]
 
 
 # --- hints: which wrong policy do the numbers match? -----------------------------------------
 
 
-def _matches(got: Any, want: dict[str, torch.Tensor], tol: tuple[float, float]) -> bool:
-    if not isinstance(got, dict):
-        return False
-    for name, w in want.items():
-        g = got.get(name)
-        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
-            return False
-        if not torch.allclose(g, w, rtol=max(tol[0], 1e-5), atol=max(tol[1], 1e-7)):
-            return False
-    return True
+def _matches(got: Any, want: dict[str, torch.Tensor]) -> bool:
+    return isinstance(got, dict) and all(
+        isinstance(g := got.get(name), torch.Tensor)
+        and g.shape == w.shape
+        and g.dtype == w.dtype
+        and torch.allclose(g, w, rtol=1e-5, atol=1e-7)
+        for name, w in want.items()
+    )
 
 
-_EMULATED: dict[tuple[str, torch.dtype | None, torch.dtype], dict[str, Any]] = {}
+_FLOAT32: dict[str, dict[str, Any]] = {}
 
 
-def _emulated(case: Case, param: torch.dtype | None, reduce: torch.dtype) -> dict[str, Any]:
-    """The emulation of ``case``'s training with another policy (cached by the case's data)."""
+def _float32(case: Case) -> dict[str, Any]:
+    """The emulation of ``case``'s training in plain float32 (cached by the case's data)."""
     digest = hashlib.sha256()
     for inputs in case.inputs:
         for x in (*inputs["params"].values(), *inputs["x"]):
             digest.update(x.numpy().tobytes())
-    key = (digest.hexdigest(), param, reduce)
-    if key not in _EMULATED:
-        if len(_EMULATED) >= 32:
-            _EMULATED.clear()
-        _EMULATED[key] = DRIVER.emulate(case.inputs, param_dtype=param, reduce_dtype=reduce)
-    return _EMULATED[key]
+    key = digest.hexdigest()
+    if key not in _FLOAT32:
+        if len(_FLOAT32) >= 32:
+            _FLOAT32.clear()
+        _FLOAT32[key] = DRIVER.emulate(case.inputs, param_dtype=None)
+    return _FLOAT32[key]
 
 
-def _bfloat16_values(grads: Any) -> bool:
-    """Every gradient element is a bfloat16 number: what a reduction in bfloat16 leaves."""
-    if not isinstance(grads, dict) or not grads:
-        return False
-    tensors = [t for t in grads.values() if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    return bool(tensors) and all(torch.equal(t.float(), t.to(torch.bfloat16).float()) for t in tensors)
+def _dtypes(g: Any, rank: int) -> dict[str, Any] | None:
+    """The dtypes this rank's measured step saw, if it returned them."""
+    got = result(g, next(j for j, c in enumerate(g.cases) if c.driver == "step"), rank)
+    dtypes = got.get("dtypes") if isinstance(got, dict) else None
+    return dtypes if isinstance(dtypes, dict) else None
 
 
-def _diagnosis(g: Any, case: Case, rank: int, key: str) -> str:
-    got = result(g, case_index(g, case), rank)
-    tree = got.get(key) if isinstance(got, dict) else None
-    if not isinstance(tree, dict):
+def _diagnosis(g: Any, i: int, case: Case, rank: int, key: str) -> str:
+    got = result(g, i, rank)
+    if not isinstance(got, dict) or not isinstance(got.get(key), dict):
         return ""
-    if _bfloat16_values(got.get("grads")) and all(
-        isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in got["grads"].values()
+    grads = list(got["grads"].values()) if isinstance(got.get("grads"), dict) else []
+    if grads and all(
+        isinstance(t, torch.Tensor) and t.dtype == torch.float32 and torch.equal(t, t.to(torch.bfloat16).float())
+        for t in grads
     ):
         return (
             " Every averaged gradient is a bfloat16 number: the ranks' gradients were reduced in bfloat16."
             " Set reduce_dtype=torch.float32 (without it, FSDP reduces in param_dtype)."
         )
-    for (param, reduce), what in WRONG.items():
-        if _matches(tree, _emulated(case, param, reduce)[key], (1e-5, 1e-7)):
-            return f" These are the numbers of {what}."
-    compute = _compute_dtype(g, rank)
+    fp32 = _float32(case)[key]
+    if _matches(got[key], fp32):
+        return " These are the numbers of full float32 training: no mixed-precision policy reached the units."
+    compute = (_dtypes(g, rank) or {}).get("compute_dtype")
     if compute in ("torch.float16", "torch.float32"):
         return (
             f" The Linear layers computed in {compute.removeprefix('torch.')} (see the forward check):"
             " the policy asks for param_dtype=torch.bfloat16."
         )
-    fp32 = _emulated(case, None, torch.float32)
-    dist = max(float((fp32[key][n] - case.expected[rank][key][n]).abs().max()) for n in fp32[key])
+    dist = max(float((fp32[n] - case.expected[rank][key][n]).abs().max()) for n in fp32)
     return (
         " Mixed precision changes the numbers on purpose: the target is bfloat16 forward and backward,"
         f" float32 gradient averaging and float32 AdamW (full float32 training differs from it by {dist:.2g})."
     )
 
 
-def _compute_dtype(g: Any, rank: int) -> str | None:
-    """The dtype the Linear layers computed in, as this rank's measured step saw it."""
-    for i, case in enumerate(g.cases):
-        if case.driver == "step":
-            got = result(g, i, rank)
-            dtypes = got.get("dtypes") if isinstance(got, dict) else None
-            return dtypes.get("compute_dtype") if isinstance(dtypes, dict) else None
-    return None
-
-
-def case_index(g: Any, case: Case) -> int:
-    return next(i for i, c in enumerate(g.cases) if c is case)
-
-
 def _judge(facts: Facts, check: str, key: str) -> Outcome:
     return training.judge(
-        facts, check, lambda g, i, case, r: _diagnosis(g, case, r, key), success="the emulated mixed-precision run"
+        facts, check, lambda g, i, case, r: _diagnosis(g, i, case, r, key), success="the emulated mixed-precision run"
     )
 
 
@@ -197,11 +160,10 @@ def parameters(facts: Facts) -> Outcome:
 
 
 def _forward_hint(g: Any, i: int, case: Case, rank: int) -> str:
-    got = result(g, i, rank)
-    dtypes = got.get("dtypes") if isinstance(got, dict) else None
-    if not isinstance(dtypes, dict):
+    dtypes = _dtypes(g, rank)
+    if dtypes is None:
         return ""
-    loss = got.get("loss")
+    loss = result(g, i, rank).get("loss")
     if isinstance(loss, torch.Tensor) and loss.numel() == 1 and bool(loss.isnan()):
         return (
             " The loss is NaN: each rank is given only its own rows of every parameter (the others are NaN"
@@ -223,74 +185,49 @@ def _forward_hint(g: Any, i: int, case: Case, rank: int) -> str:
     return " The first step's loss must be the bfloat16 forward's, computed from the same bfloat16 weights."
 
 
-MIXED = (
-    " A unit without the policy received bfloat16 activations from one with it (or the other way round):"
-    " pass the same mp_policy to every fully_shard call, the blocks' and the root's."
-)
-
-
 def forward(facts: Facts) -> Outcome:
     outcome = training.judge(facts, "forward", _forward_hint, success="the emulated bfloat16 forward")
     if not outcome.passed and "must have the same dtype" in outcome.message:
-        outcome.message += MIXED
+        outcome.message += (
+            " A unit without the policy received bfloat16 activations from one with it (or the other way round):"
+            " pass the same mp_policy to every fully_shard call, the blocks' and the root's."
+        )
     return outcome
 
 
 def communication(facts: Facts) -> Outcome:
-    problems: list[str] = []
     data: dict[str, Any] = {}
-    good = total = 0
-    for g in facts.groups:
-        for i, case in enumerate(g.cases):
-            if not case.measure:
-                continue
-            total += 1
-            n = g.world_size
-            wire = g.wire.get(i)
-            if wire is None or not training.finished(g, i):
-                problems.append(f"world size {n}: the step did not finish, so its bytes say nothing")
-                continue
-            gather, reduce = expected_bytes(case.inputs[0], n)
-            theory = gather + reduce
-            sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
-            data[f"world_size_{n}"] = {
-                "all_gather_bf16_bytes_per_rank": round(gather),
-                "reduce_scatter_fp32_bytes_per_rank": round(reduce),
-                "measured_bytes_per_rank": sent,
-                "ratio": [round(s / theory, 4) for s in sent],
-            }
-            over = [(r, s) for r, s in enumerate(sent) if s > HIGH * theory + FRAMING]
-            under = [(r, s) for r, s in enumerate(sent) if s < LOW * theory]
-            parts = (
-                f"all-gathering bfloat16 parameters ({round(gather):,} bytes per rank) and reduce-scattering"
-                f" float32 gradients ({round(reduce):,}) sends {round(theory):,}"
-            )
-            if over:
-                r, s = over[0]
-                problems.append(
-                    f"world size {n}: rank {r} sent {s:,} bytes in one step, {s / theory:.3g} times what"
-                    f" {parts}. {_likely(s, case.inputs[0], n)}"
-                )
-            elif under:
-                r, s = under[0]
-                problems.append(
-                    f"world size {n}: rank {r} sent only {s:,} bytes in one step, {s / theory:.3g} of what"
-                    f" {parts}. {_likely(s, case.inputs[0], n)}"
-                )
-            elif not _step_right(g, i):
-                problems.append(
-                    f"world size {n}: the bytes look right, but the first step's loss or gradients are wrong (see"
-                    " those checks), and bytes count only for a step whose values are right"
-                )
-            else:
-                good += 1
-    if not total:
-        return Outcome(False, "no measured step was run", data, fraction=0.0)
-    if problems:
-        message = "; ".join(problems[:2]) + "."
-        return Outcome(False, message, data, fraction=good / total)
-    return Outcome(
-        True, "each rank gathered bfloat16 parameters and reduced float32 gradients: the expected bytes", data
+
+    def verdict(g: GroupRun, i: int, case: Case, sent: list[int]) -> str | None:
+        n = g.world_size
+        if not training.finished(g, i):
+            return "the step did not finish on every rank, so its bytes say nothing"
+        gather, reduce = expected_bytes(case.inputs[0], n)
+        theory = gather + reduce
+        data[f"world_size_{n}"] = {
+            "all_gather_bf16_bytes_per_rank": round(gather),
+            "reduce_scatter_fp32_bytes_per_rank": round(reduce),
+            "measured_bytes_per_rank": sent,
+            "ratio": [round(s / theory, 4) for s in sent],
+        }
+        off = wire.outside(sent, theory, (HIGH, LOW, FRAMING))
+        if off is None:
+            return None
+        parts = (
+            f"all-gathering bfloat16 parameters ({round(gather):,} bytes per rank) and reduce-scattering"
+            f" float32 gradients ({round(reduce):,}) sends {round(theory):,}"
+        )
+        return f"{wire.compared(*off, theory, parts, during=' in one step')}. {_likely(off[1], case.inputs[0], n)}"
+
+    return wire.judge(
+        [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.measure],
+        verdict,
+        success="each rank gathered bfloat16 parameters and reduced float32 gradients: the expected bytes",
+        call="step",
+        right=_step_right,
+        wrong="the first step's loss or gradients are wrong (see those checks)",
+        data=data,
+        shown=2,
     )
 
 

@@ -1,20 +1,17 @@
 """Public driver for fsdp-mixed-precision: what every rank runs around your ``wrap(model)``.
 
-Not secret: read it to see exactly what the grader does. Each rank builds the float32 model
-from its own rows of every parameter (``inputs["params"]``: the rows FSDP keeps on this rank,
-drawn by the grader for this rank alone; the other rows are NaN here, as no rank holds another's),
-calls your ``wrap(model)`` (whose ``fully_shard`` keeps exactly this rank's rows and gathers the
-others' when a unit runs) and then:
+Not secret: read it to see exactly what the grader does. Each rank builds the float32 model from
+its own rows of every parameter (``inputs["params"]``: the rows FSDP keeps on this rank, drawn by
+the grader for this rank alone; the other rows are NaN here), calls your ``wrap(model)`` (whose
+``fully_shard`` keeps exactly this rank's rows and gathers the others' when a unit runs) and then:
 
 - ``step`` (the bytes on the wire are counted): one training step on this rank's shard of the
-  global batch (``inputs["x"][step]``, ``inputs["y"][step]``: tensors the grader drew for this
-  rank alone; no rank is given, or can draw, another rank's shard): forward, the mean squared
-  error computed in float32 (``out.float()``),
-  backward, and ``torch.optim.AdamW`` (float32) on this rank's shards of the parameters.
-  Returns the loss and, for the result page only (never scored), the dtype the Linear layers
-  computed in and the dtypes of the output and of the sharded parameters and gradients.
-- ``finish``: the remaining steps, then the first step's gradients and the final parameters,
-  gathered in full.
+  global batch (``inputs["x"][step]``, ``inputs["y"][step]``, drawn for this rank alone: no rank is
+  given, or can draw, another's): forward, the mean squared error in float32 (``out.float()``),
+  backward, and ``torch.optim.AdamW`` (float32) on this rank's shards of the parameters. Returns
+  the loss and, for the result page only (never scored), the dtypes the Linear layers computed in,
+  of the output and of the sharded parameters and gradients.
+- ``finish``: the remaining steps, then the first step's gradients and the final parameters, in full.
 """
 
 from __future__ import annotations
@@ -25,36 +22,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from dtensors import gather_full, local, row_shard
+from residual import Net
 from torch import nn
-
-
-class Block(nn.Module):
-    """A residual block: ``x + down(tanh(up(x)))``."""
-
-    def __init__(self, width: int) -> None:
-        super().__init__()
-        self.up = nn.Linear(width, width)
-        self.down = nn.Linear(width, width)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.down(torch.tanh(self.up(x)))
-
-
-class Net(nn.Module):
-    """``embed`` (Linear), ``blocks`` (a ModuleList of Block), ``norm`` (LayerNorm), ``head`` (Linear)."""
-
-    def __init__(self, width: int, blocks: int) -> None:
-        super().__init__()
-        self.embed = nn.Linear(width, width)
-        self.blocks = nn.ModuleList([Block(width) for _ in range(blocks)])
-        self.norm = nn.LayerNorm(width)
-        self.head = nn.Linear(width, width)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.embed(x)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.norm(x))
 
 
 def rows(size: int, world_size: int, rank: int) -> slice:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, result, training
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, result, training, wire
 
 STRATEGIES = ("per-layer", "per-block", "whole-model")
 DIMS = {"width": 120, "blocks": 2}  # 6 Linear layers of 120 x 120 + a LayerNorm: 698,880 float64 bytes
@@ -104,48 +104,24 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     out = []
     for strategy in STRATEGIES:
         inputs = [{**base, "strategy": strategy} for _ in range(world_size)]
-        out.append(
-            Case(
-                check="training",
-                fn="wrap",
-                driver="train",
-                label=f"{strategy}: gradients and one AdamW step on a global batch of {BATCH}",
-                inputs=inputs,
-                expected=[trained for _ in range(world_size)],
-                parts={"training": ["grads", "params"]},
-                tolerance={"grads": TOLERANCE, "params": TOLERANCE},
-            )
-        )
-        out.append(
-            Case(
-                check="units",
-                fn="wrap",
-                driver="probe",
-                label=f"{strategy}: one forward and backward without reduce-scatter",
-                inputs=[dict(i) for i in inputs],
-                expected=[expected_probe(model, strategy, world_size) for _ in range(world_size)],
-                measure=True,
-            )
-        )
+        label = f"{strategy}: gradients and one AdamW step on a global batch of {BATCH}"
+        parts, tolerance = {"training": ["grads", "params"]}, {"grads": TOLERANCE, "params": TOLERANCE}
+        trains = [trained] * world_size
+        out.append(Case("training", "wrap", label, inputs, trains, driver="train", parts=parts, tolerance=tolerance))
+        probe = [expected_probe(model, strategy, world_size)] * world_size
+        label = f"{strategy}: one forward and backward without reduce-scatter"
+        out.append(Case("units", "wrap", label, [dict(i) for i in inputs], probe, driver="probe", measure=True))
     return out
-
-
-# --- the rules -------------------------------------------------------------------------------
 
 
 def memory_case(strategy: str, seed: int, expected: list[dict[str, Any]]) -> Case:
     inputs = {"seed": seed, "dims": MEMORY_DIMS, "batch": MEMORY_BATCH, "strategy": strategy}
-    mib = sum(_nbytes(p) for p in DRIVER.Net(MEMORY_DIMS["width"], MEMORY_DIMS["blocks"]).parameters()) / 2**20
-    return Case(
-        check="peak-memory",
-        fn="wrap",
-        driver="memory",
-        label=f"{strategy}: one forward and backward of the {MEMORY_DIMS['width']}-wide model ({mib:.1f} MiB)",
-        inputs=[dict(inputs) for _ in range(MEMORY_WORLD_SIZE)],
-        expected=expected,
-        parts={"peak-memory": ["loss", "grad_rows"]},
-        tolerance={"loss": TOLERANCE, "grad_rows": TOLERANCE},
-    )
+    net = DRIVER.Net(MEMORY_DIMS["width"], MEMORY_DIMS["blocks"], torch.float64)
+    mib = sum(_nbytes(p) for p in net.parameters()) / 2**20
+    label = f"{strategy}: one forward and backward of the {MEMORY_DIMS['width']}-wide model ({mib:.1f} MiB)"
+    rows = [dict(inputs) for _ in range(MEMORY_WORLD_SIZE)]
+    parts, tolerance = {"peak-memory": ["loss", "grad_rows"]}, {"loss": TOLERANCE, "grad_rows": TOLERANCE}
+    return Case("peak-memory", "wrap", label, rows, expected, driver="memory", parts=parts, tolerance=tolerance)
 
 
 def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
@@ -159,10 +135,12 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     return out
 
 
+# --- the rules -------------------------------------------------------------------------------
+
+
 def _probes(facts: Facts) -> list[tuple[Any, int, Case, str]]:
-    return [
-        (g, i, c, c.inputs[0]["strategy"]) for g in facts.groups for i, c in enumerate(g.cases) if c.driver == "probe"
-    ]
+    calls = [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.driver == "probe"]
+    return [(g, i, c, c.inputs[0]["strategy"]) for g, i, c in calls]
 
 
 def _list(names: list[str]) -> str:
@@ -247,10 +225,8 @@ def _table(facts: Facts) -> tuple[list[dict[str, Any]], str]:
     """Per world size and strategy: units and all-gather bytes per rank, measured and expected."""
     rows: list[dict[str, Any]] = []
     for g, i, case, strategy in _probes(facts):
-        n = g.world_size
-        model = DRIVER.build_model(0, case.inputs[0]["dims"])
-        wire = g.wire.get(i)
-        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)] if wire else None
+        n, model = g.world_size, DRIVER.build_model(0, case.inputs[0]["dims"])
+        sent = wire.sent(g.wire[i], n) if i in g.wire else None
         rows.append(
             {
                 "world_size": n,
@@ -261,53 +237,41 @@ def _table(facts: Facts) -> tuple[list[dict[str, Any]], str]:
                 "expected_all_gather_bytes_per_rank": round((n - 1) * gathered_bytes(model, strategy) / n),
             }
         )
-    text = []
-    for n in sorted({row["world_size"] for row in rows}):
-        cells = []
-        for row in (r for r in rows if r["world_size"] == n):
-            ag = "-" if row["all_gather_bytes_per_rank"] is None else f"{row['all_gather_bytes_per_rank']:,}"
-            cells.append(f"{row['strategy']}: {ag} B per rank (expected {row['expected_all_gather_bytes_per_rank']:,})")
-        text.append(f"world size {n}: " + "; ".join(cells))
-    return rows, " | ".join(text)
+    text: dict[int, list[str]] = {}
+    for r in rows:
+        ag = "-" if r["all_gather_bytes_per_rank"] is None else f"{r['all_gather_bytes_per_rank']:,}"
+        cell = f"{r['strategy']}: {ag} B per rank (expected {r['expected_all_gather_bytes_per_rank']:,})"
+        text.setdefault(r["world_size"], []).append(cell)
+    return rows, " | ".join(f"world size {n}: " + "; ".join(cells) for n, cells in sorted(text.items()))
+
+
+def _chart(what: str, unit: str, rows: list[dict[str, Any]], series: dict[str, str]) -> dict[str, Any] | None:
+    """One point per strategy in ``rows`` for each series (its name: the key it plots, in ``unit``, KiB or MiB)."""
+    scale = 1024 if unit == "KiB" else 2**20
+    out = []
+    for name, key in series.items():
+        points = [[k + 1, round(r[key] / scale, 1)] for k, r in enumerate(rows) if r[key] is not None]
+        if points:
+            out.append({"name": name, "points": points})
+    if not out or out[0]["name"] != next(iter(series)):  # nothing measured
+        return None
+    names = ", ".join(f"{k + 1} = {r['strategy']}" for k, r in enumerate(rows))
+    return {"title": f"{what}: {names}", "x_label": "strategy", "y_label": unit, "series": out}
 
 
 def _mib(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
-def _memory_groups(facts: Facts) -> list[tuple[Any, str]]:
-    return [(g, g.cases[0].inputs[0]["strategy"]) for g in facts.groups if g.phase and g.cases]
-
-
-def _memory_chart(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    measured = [[k + 1, round(r["peak_bytes"] / 2**20, 1)] for k, r in enumerate(rows) if r["peak_bytes"] is not None]
-    if not measured:
-        return None
-    allowed = [[k + 1, round(r["allowed_bytes"] / 2**20, 1)] for k, r in enumerate(rows)]
-    return {
-        "title": "Memory a rank added, by strategy: "
-        + ", ".join(f"{k + 1} = {r['strategy']}" for k, r in enumerate(rows)),
-        "x_label": "strategy",
-        "y_label": "MiB",
-        "series": [
-            {"name": "measured by the kernel (MiB, the most of any rank)", "points": measured},
-            {"name": "allowed (MiB)", "points": allowed},
-        ],
-    }
-
-
 def _memory_cases(facts: Facts) -> list[dict[str, Any]]:
     """Per memory case: the strategy, the most any rank added, its bound, and what is wrong (None: nothing)."""
     out = []
-    for g, strategy in _memory_groups(facts):
+    for g in (g for g in facts.groups if g.phase and g.cases):
+        strategy = g.cases[0].inputs[0]["strategy"]
         allowed = round(PEAK_ALLOWED_MIB[strategy] * 2**20)
         peaks = [memory_peak(g, r) for r in range(g.world_size)]
         known = [p for p in peaks if p is not None]
-        row: dict[str, Any] = {
-            "strategy": strategy,
-            "peak_bytes": max(known) if known else None,
-            "allowed_bytes": allowed,
-        }
+        row: dict[str, Any] = {"strategy": strategy, "peak_bytes": max(known, default=None), "allowed_bytes": allowed}
         where = f"{strategy} ({g.cases[0].label})"
         wrong = next((w for q in range(g.world_size) if (w := case_failure(g, 0, q, part="peak-memory"))), None)
         if len(known) < len(peaks):
@@ -325,9 +289,7 @@ def _memory_cases(facts: Facts) -> list[dict[str, Any]]:
                 f"{where}: the memory ({_mib(peak)}) counts only for a wrapping that trains right, and this one's"
                 f" loss or gradients are wrong ({wrong}); see the training check"
             )
-        else:
-            row["problem"] = None
-        out.append(row)
+        out.append({"problem": None, **row})
     return out
 
 
@@ -336,8 +298,8 @@ def peak_memory(facts: Facts) -> Outcome:
     problems = [row["problem"] for row in rows if row["problem"]]
     good, total = len(rows) - len(problems), len(rows)
     data: dict[str, Any] = {"memory": [{k: v for k, v in row.items() if k != "problem"} for row in rows]}
-    chart = _memory_chart(rows)
-    if chart:
+    series = {"measured by the kernel (MiB, the most of any rank)": "peak_bytes", "allowed (MiB)": "allowed_bytes"}
+    if chart := _chart("Memory a rank added, by strategy", "MiB", rows, series):
         data["chart"] = chart
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
@@ -369,22 +331,13 @@ def _peak_advice(strategy: str) -> str:
 
 def _gather_chart(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Communication against the parameters each strategy holds whole at once, at the largest world size."""
-    if not rows:
-        return None
-    n = max(row["world_size"] for row in rows)
-    mine = [r for r in rows if r["world_size"] == n]
-    series = [
-        {"name": f"all-gather bytes per rank, {n} ranks (KiB)", "key": "all_gather_bytes_per_rank"},
-        {"name": "expected all-gather (KiB)", "key": "expected_all_gather_bytes_per_rank"},
-        {"name": "unsharded parameters at the peak (KiB)", "key": "unsharded_peak_bytes"},
-    ]
-    out = []
-    for s in series:
-        points = [[k + 1, round(r[s["key"]] / 1024, 1)] for k, r in enumerate(mine) if r[s["key"]] is not None]
-        if points:
-            out.append({"name": s["name"], "points": points})
-    names = ", ".join(f"{k + 1} = {r['strategy']}" for k, r in enumerate(mine))
-    return {"title": f"Communication against memory: {names}", "x_label": "strategy", "y_label": "KiB", "series": out}
+    n = max((row["world_size"] for row in rows), default=0)
+    series = {
+        f"all-gather bytes per rank, {n} ranks (KiB)": "all_gather_bytes_per_rank",
+        "expected all-gather (KiB)": "expected_all_gather_bytes_per_rank",
+        "unsharded parameters at the peak (KiB)": "unsharded_peak_bytes",
+    }
+    return _chart("Communication against memory", "KiB", [r for r in rows if r["world_size"] == n], series)
 
 
 def all_gather(facts: Facts) -> Outcome:
@@ -393,71 +346,49 @@ def all_gather(facts: Facts) -> Outcome:
     prove nothing on their own (any code can send more)."""
     rows, table = _table(facts)
     resharded = {row["strategy"]: row["problem"] is None for row in _memory_cases(facts)}
-    problems: list[str] = []
-    good = total = 0
-    for g, i, case, strategy in _probes(facts):
-        total += 1
-        n = g.world_size
-        wire = g.wire.get(i)
-        if wire is None:
-            problems.append(f"{strategy}, world size {n}: the probe did not finish, so its bytes were not counted")
-            continue
+
+    def verdict(g: Any, i: int, case: Case, sent: list[int]) -> str | None:
+        strategy, n = case.inputs[0]["strategy"], g.world_size
         # A rank whose probe raised (no result) sent what it had by then: those bytes tell nothing.
-        failed = next(((r, case_failure(g, i, r)) for r in range(n) if result(g, i, r) is None), None)
-        if failed:
-            problems.append(
-                f"{strategy}, world size {n}: the probe failed on rank {failed[0]} ({failed[1]}), so its bytes say"
-                " nothing about the wrapping"
-            )
-            continue
+        failed = next((r for r in range(n) if result(g, i, r) is None), None)
+        if failed is not None:
+            why = case_failure(g, i, failed)
+            return f"the probe failed on rank {failed} ({why}), so its bytes say nothing about the wrapping"
         model = DRIVER.build_model(0, case.inputs[0]["dims"])
         gathered = gathered_bytes(model, strategy)
         theory = (n - 1) * gathered / n
         # The root wrapped with reshard_after_forward=True is gathered again for the backward: as right.
         again = (n - 1) * gathered_bytes(model, strategy, root_resharded=True) / n
-        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        off = wire.outside(sent, (theory, again), (HIGH, LOW, FRAMING))
+        if off:
+            one = f"gathering {gathered:,} bytes of parameters sends (N-1)/N x that = {round(theory):,} bytes per rank"
+            if again > theory * HIGH:
+                one += f" ({round(again):,} with the root resharded after its forward too)"
+            return f"{wire.compared(*off, theory, f'it should: {one}')}. {_gather_advice(strategy, off[1], theory)}"
+        if not _trains_right(g, strategy):
+            return (
+                "the bytes are in range, but they count only for a strategy that trains right, and this one does not"
+                " (see the training check)"
+            )
+        if not resharded.get(strategy, True):
+            return (
+                "the bytes are in range, but they count only for a strategy whose memory case shows each unit whole"
+                " one at a time, and this one's does not (see the peak-memory check)"
+            )
+        return None
 
-        def right(s: int, theory: float = theory, again: float = again) -> bool:
-            return any(LOW * t <= s <= HIGH * t + FRAMING for t in (theory, again))
-
-        over = [(r, s) for r, s in enumerate(sent) if not right(s) and s > theory]
-        under = [(r, s) for r, s in enumerate(sent) if not right(s) and s < theory]
-        one = f"gathering {gathered:,} bytes of parameters sends (N-1)/N x that = {round(theory):,} bytes per rank"
-        if again > theory * HIGH:
-            one += f" ({round(again):,} with the root resharded after its forward too)"
-        if over:
-            r, s = over[0]
-            problems.append(
-                f"{strategy}, world size {n}: rank {r} sent {s:,} bytes, {s / theory:.3g} times what it should:"
-                f" {one}. {_gather_advice(strategy, s, theory)}"
-            )
-        elif under:
-            r, s = under[0]
-            problems.append(
-                f"{strategy}, world size {n}: rank {r} sent only {s:,} bytes, {s / theory:.3g} of what it should:"
-                f" {one}. {_gather_advice(strategy, s, theory)}"
-            )
-        elif not _trains_right(g, strategy):
-            problems.append(
-                f"{strategy}, world size {n}: the bytes are in range, but they count only for a strategy that trains"
-                " right, and this one does not (see the training check)"
-            )
-        elif not resharded.get(strategy, True):
-            problems.append(
-                f"{strategy}, world size {n}: the bytes are in range, but they count only for a strategy whose memory"
-                " case shows each unit whole one at a time, and this one's does not (see the peak-memory check)"
-            )
-        else:
-            good += 1
     data: dict[str, Any] = {"table": rows}
-    chart = _gather_chart(rows)
-    if chart:
+    if chart := _gather_chart(rows):
         data["chart"] = chart
-    if not total:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    if problems:
-        return Outcome(False, f"{_first(problems, good, total)} Measured: {table}", data, fraction=good / total)
-    return Outcome(True, f"each strategy's all-gathers sent the expected bytes. {table}", data)
+    return wire.judge(
+        [(g, i, c) for g, i, c, _ in _probes(facts)],
+        verdict,
+        success=f"each strategy's all-gathers sent the expected bytes. {table}",
+        call="probe",
+        where=lambda g, case: f"{case.inputs[0]['strategy']}, world size {g.world_size}",
+        data=data,
+        after=f" Measured: {table}",
+    )
 
 
 def _trains_right(g: Any, strategy: str) -> bool:

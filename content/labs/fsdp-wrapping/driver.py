@@ -26,47 +26,16 @@ import torch.distributed as dist
 from data_parallel import shard
 from dtensors import gather_full, is_dtensor, local, row_shard
 from heap import release_freed_buffers
+from residual import Net
 from torch import nn
 
 STRATEGIES = ("per-layer", "per-block", "whole-model")
 
 
-class Block(nn.Module):
-    """A residual block: ``x + down(tanh(up(x)))``."""
-
-    def __init__(self, width: int) -> None:
-        super().__init__()
-        self.up = nn.Linear(width, width, dtype=torch.float64)
-        self.down = nn.Linear(width, width, dtype=torch.float64)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.down(torch.tanh(self.up(x)))
-
-
-class Net(nn.Module):
-    """``embed`` (Linear), ``blocks`` (a ModuleList of Block), ``norm`` (LayerNorm), ``head`` (Linear).
-
-    Every Linear is ``width x width`` (with a bias), so all of them are the same size.
-    """
-
-    def __init__(self, width: int, blocks: int) -> None:
-        super().__init__()
-        self.embed = nn.Linear(width, width, dtype=torch.float64)
-        self.blocks = nn.ModuleList([Block(width) for _ in range(blocks)])
-        self.norm = nn.LayerNorm(width, dtype=torch.float64)
-        self.head = nn.Linear(width, width, dtype=torch.float64)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.embed(x)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.norm(x))
-
-
 def build_model(seed: int, dims: dict[str, int]) -> Net:
     """The float64 ``Net`` with every parameter drawn from ``seed`` (the same on every rank)."""
     gen = torch.Generator().manual_seed(seed)
-    model = Net(dims["width"], dims["blocks"])
+    model = Net(dims["width"], dims["blocks"], torch.float64)
     bound = dims["width"] ** -0.5
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -95,8 +64,7 @@ def build_optimizer(params: Sequence[torch.Tensor], inputs: dict[str, Any]) -> t
     return torch.optim.AdamW(params, lr=float(inputs["lr"]), weight_decay=float(inputs["weight_decay"]), foreach=False)
 
 
-def _wrapped(submission: Any, inputs: dict[str, Any]) -> nn.Module:
-    model = build_model(int(inputs["seed"]), inputs["dims"])
+def _wrap(submission: Any, model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     out = submission.wrap(model, str(inputs["strategy"]))
     return model if out is None else out
 
@@ -106,18 +74,14 @@ def _sharding(model: nn.Module) -> dict[str, dict[str, Any]]:
 
     out: dict[str, dict[str, Any]] = {}
     for name, p in model.named_parameters():
-        if is_dtensor(p):
-            local = p.to_local()
-            placements = ", ".join(
-                f"Shard({pl.dim})" if isinstance(pl, Shard) else f"{type(pl).__name__}()" for pl in p.placements
-            )
-            out[name] = {
-                "sharded": True,
-                "placements": placements,
-                "local_rows": int(local.shape[0]) if local.dim() else 0,
-            }
-        else:
-            out[name] = {"sharded": False, "placements": "", "local_rows": int(p.shape[0]) if p.dim() else 0}
+        placements = p.placements if is_dtensor(p) else ()
+        kinds = [f"Shard({pl.dim})" if isinstance(pl, Shard) else f"{type(pl).__name__}()" for pl in placements]
+        piece = local(p)
+        out[name] = {
+            "sharded": is_dtensor(p),
+            "placements": ", ".join(kinds),
+            "local_rows": int(piece.shape[0]) if piece.dim() else 0,
+        }
     return out
 
 
@@ -132,11 +96,6 @@ def _fsdp_units(model: nn.Module) -> list[str]:
 _WRAPPED: dict[str, tuple[nn.Module, list[str], dict[str, dict[str, Any]]]] = {}
 
 
-def _wrap_and_describe(submission: Any, inputs: dict[str, Any]) -> tuple[nn.Module, list[str], dict[str, Any]]:
-    model = _wrapped(submission, inputs)
-    return model, _fsdp_units(model), _sharding(model)
-
-
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Wrap, then ``inputs["steps"]`` AdamW steps on this rank's shard of each global batch.
 
@@ -146,7 +105,8 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     _WRAPPED.pop(str(inputs["strategy"]), None)
-    model, units, sharding = _wrap_and_describe(submission, inputs)
+    model = _wrap(submission, build_model(int(inputs["seed"]), inputs["dims"]), inputs)
+    units, sharding = _fsdp_units(model), _sharding(model)
     named = list(model.named_parameters())
     with torch.no_grad():
         shards = [local(p) for _, p in named]
@@ -228,9 +188,8 @@ def memory_model(submission: Any, inputs: dict[str, Any]) -> nn.Module:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     dims = inputs["dims"]
     with torch.device("meta"):
-        model = Net(dims["width"], dims["blocks"])
-    out = submission.wrap(model, str(inputs["strategy"]))
-    model = model if out is None else out
+        net = Net(dims["width"], dims["blocks"], torch.float64)
+    model = _wrap(submission, net, inputs)
     model.to_empty(device="cpu")
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -272,7 +231,7 @@ def memory(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 def memory_reference(inputs: dict[str, Any], world_size: int) -> list[dict[str, Any]]:
     """What ``memory`` returns on each rank when every unit averages its gradients, computed on one process."""
     dims = inputs["dims"]
-    model = Net(dims["width"], dims["blocks"])
+    model = Net(dims["width"], dims["blocks"], torch.float64)
     with torch.no_grad():
         for name, p in model.named_parameters():
             fill_rows(p, name, int(inputs["seed"]), (0, p.shape[0]), p.shape)

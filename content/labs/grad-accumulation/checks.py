@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, load_public, training
+from labs.authoring import Case, Facts, Outcome, load_public, steps, training
 
 DIMS = [256, 16, 16, 8]  # 4,520 float64 parameters: 35.3 KiB of gradients per all-reduce
 # The global batch of every optimizer step, on every world size. Each example is 2,112 bytes (256 + 8
@@ -43,28 +43,9 @@ def ranks_identical(facts: Facts) -> Outcome:
 
 
 def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
-    """Every rank's inputs: the model's seed (the same everywhere) and only its own shard of each step's batch.
-
-    Each shard is drawn from that rank's own generator, so no rank can work out another's data:
-    the whole batch's gradient exists only once the ranks have communicated.
-    """
-    shared, *own = training.secret_generators(gen, world_size + 1)
-    settings = {
-        "seed": int(torch.randint(0, 2**31 - 1, (1,), generator=shared)),
-        "dims": DIMS,
-        "micro_batches": MICRO.get(world_size, 2),
-        "steps": STEPS,
-        "lr": LR,
-        "momentum": MOMENTUM,
-        "weight_decay": WEIGHT_DECAY,
-    }
-    per, f64 = BATCH // world_size, torch.float64
-    out = []
-    for r in range(world_size):
-        xs = [torch.randn(per, DIMS[0], generator=own[r], dtype=f64) for _ in range(STEPS)]
-        ys = [torch.randn(per, DIMS[-1], generator=own[r], dtype=f64) for _ in range(STEPS)]
-        out.append({**settings, "x": xs, "y": ys})
-    return out
+    """Every rank's inputs: the model's seed (the same everywhere) and only its own shard of each step's batch."""
+    settings = {"micro_batches": MICRO.get(world_size, 2), "lr": LR, "momentum": MOMENTUM, "weight_decay": WEIGHT_DECAY}
+    return steps.private_shards(world_size, gen, settings, dims=DIMS, batch=BATCH, steps=STEPS)
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
@@ -185,20 +166,13 @@ MISSING = "every parameter's full accumulated gradient must be all-reduced once 
 
 
 def _over(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
-    n, k, ratio = g.world_size, int(case.inputs[0]["micro_batches"]), s / theory
-    what = (
-        f"world size {n}: rank {r} sent {s} bytes in {STEPS} optimizer steps, {ratio:.3g} times one all-reduce"
-        f" of the {size}-byte gradients per step (2(N-1)/N x {size} x {STEPS} = {round(theory)}; K = {k})"
-    )
-    return what, PER_MICRO_BATCH if 0.8 * k <= ratio <= 1.3 * k else EXTRA
+    k = int(case.inputs[0]["micro_batches"])
+    what = steps.traffic(g.world_size, r, s, theory, size, STEPS, unit="optimizer steps", extra=f"; K = {k}")
+    return what, PER_MICRO_BATCH if 0.8 * k <= s / theory <= 1.3 * k else EXTRA
 
 
 def _under(g: Any, case: Case, r: int, s: int, theory: float, size: int) -> tuple[str, str]:
-    what = (
-        f"world size {g.world_size}: rank {r} sent only {s} bytes in {STEPS} optimizer steps, {s / theory:.3g} of"
-        f" one all-reduce of the {size}-byte float64 gradients per step ({round(theory)})"
-    )
-    return what, MISSING
+    return steps.traffic(g.world_size, r, s, theory, size, STEPS, unit="optimizer steps"), MISSING
 
 
 def communication(facts: Facts) -> Outcome:

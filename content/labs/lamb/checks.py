@@ -7,6 +7,7 @@ and data, with the exercise's update rule written out step by step.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -18,7 +19,7 @@ from labs.authoring import Case, Facts, Outcome, case_failure, load_public, off_
 DIMS = [16, 48, 32, 4]  # the graded 3-layer MLP; its three biases start at zero
 BATCH = 64
 STEPS = 5
-HYPER = {"lr": 0.02, "betas": (0.9, 0.999), "eps": 1e-6, "weight_decay": 0.1}
+HYPER: dict[str, Any] = {"lr": 0.02, "betas": (0.9, 0.999), "eps": 1e-6, "weight_decay": 0.1}
 CURVES = {
     "curve_dims": [8, 32, 32, 1],
     "batches": [32, 256, 2048],  # the exercise's 256, 2048, 16384 scaled down 8 times
@@ -29,6 +30,11 @@ CURVES = {
 }
 TOLERANCE = (1e-9, 1e-12)  # (rtol, atol) in float64
 CURVE_TOLERANCE = (1e-6, 1e-9)
+
+
+def ratio(wn: float, un: float) -> float:
+    """LAMB's trust ratio ||w|| / ||u|| from the two norms: 1 when either is 0."""
+    return wn / un if wn > 0 and un > 0 else 1.0
 
 
 class ReferenceLamb:
@@ -59,9 +65,7 @@ class ReferenceLamb:
                 v.copy_(beta2 * v + (1 - beta2) * g * g)
                 m_hat, v_hat = m / (1 - beta1**self.t), v / (1 - beta2**self.t)
                 u = m_hat / (v_hat.sqrt() + self.eps) + self.weight_decay * p
-                w_norm, u_norm = float(p.norm()), float(u.norm())
-                r = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
-                p.sub_(self.lr * r * u)
+                p.sub_(self.lr * ratio(float(p.norm()), float(u.norm())) * u)
         return loss
 
 
@@ -83,19 +87,11 @@ def reference(inputs: dict[str, Any]) -> dict[str, Any]:
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, **HYPER, **CURVES}
-    expected = reference(inputs)
-    return [
-        Case(
-            check="first-step",
-            fn="Lamb",
-            driver="train",
-            label=f"{STEPS} LAMB steps of an MLP {'-'.join(map(str, DIMS))} with zero biases",
-            inputs=[dict(inputs) for _ in range(world_size)],
-            expected=[expected for _ in range(world_size)],
-            parts={"first-step": ["first"], "parameters": ["params"], "convergence": ["curves"]},
-            tolerance={"first": TOLERANCE, "params": TOLERANCE, "curves": CURVE_TOLERANCE},
-        )
-    ]
+    label = f"{STEPS} LAMB steps of an MLP {'-'.join(map(str, DIMS))} with zero biases"
+    parts = {"first-step": ["first"], "parameters": ["params"], "convergence": ["curves"]}
+    tolerance = {"first": TOLERANCE, "params": TOLERANCE, "curves": CURVE_TOLERANCE}
+    each, expected = [dict(inputs) for _ in range(world_size)], [reference(inputs)] * world_size
+    return [Case("first-step", "Lamb", label, each, expected, driver="train", parts=parts, tolerance=tolerance)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,80 +111,48 @@ def _right(got: Any, want: torch.Tensor, tol: tuple[float, float] = TOLERANCE) -
     )
 
 
-def _score(facts: Facts, key: str, names: Callable[[dict[str, Any]], list[str]]) -> tuple[int, int]:
-    """(right tensors, tensors) at ``result[key][name]`` over every run, for the names chosen."""
-    right = total = 0
-    for g, i, case, r in _runs(facts):
-        want = case.expected[r][key]
-        tree = result(g, i, r)
-        got = tree.get(key) if isinstance(tree, dict) else None
-        for name in names(want):
-            total += 1
-            right += _right(got.get(name) if isinstance(got, dict) else None, want[name])
-    return right, total
-
-
-_VARIANTS: dict[int, dict[str, dict[str, torch.Tensor]]] = {}  # by seed: each rule's hint asks again
-
-
-def _variants(inputs: dict[str, Any]) -> dict[str, dict[str, torch.Tensor]]:
-    """The first step as common mistakes compute it, per tensor (cached for the last few seeds)."""
-    seed = int(inputs["seed"])
-    if seed not in _VARIANTS:
-        if len(_VARIANTS) >= 8:
-            _VARIANTS.clear()
-        _VARIANTS[seed] = _compute_variants(inputs)
-    return _VARIANTS[seed]
-
-
-def _compute_variants(inputs: dict[str, Any]) -> dict[str, dict[str, torch.Tensor]]:
+@functools.lru_cache(maxsize=8)  # by seed: each rule's hint asks again
+def _variants(seed: int) -> dict[str, dict[str, torch.Tensor]]:
+    """The first step as common mistakes compute it, per tensor."""
     driver = load_public(__file__, "driver")
-    dims = list(inputs["dims"])
-    model = driver.build_model(int(inputs["seed"]), dims)
-    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    model = driver.build_model(seed, DIMS)
+    x, y = driver.make_batch(seed + 1, DIMS, BATCH)
     driver.loss_fn(model, x, y).backward()
-    lr, wd, eps = float(inputs["lr"]), float(inputs["weight_decay"]), float(inputs["eps"])
-    b1, b2 = (float(b) for b in inputs["betas"])
+    lr, wd, eps, (b1, b2) = HYPER["lr"], HYPER["weight_decay"], HYPER["eps"], HYPER["betas"]
     w = {n: p.detach().clone() for n, p in model.named_parameters()}
     g = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
 
-    def ratio(wn: float, un: float) -> float:
-        return wn / un if wn > 0 and un > 0 else 1.0
-
-    def per_tensor(u: dict[str, torch.Tensor], r: Callable[[str], float]) -> dict[str, torch.Tensor]:
-        return {n: w[n] - lr * r(n) * u[n] for n in w}
+    def step(u: dict[str, torch.Tensor], r: Callable[[str], float] | None = None) -> dict[str, torch.Tensor]:
+        """w - lr * r * u per tensor; r the tensor's own trust ratio ||w|| / ||u|| unless given."""
+        own = {n: ratio(float(w[n].norm()), float(u[n].norm())) for n in w}
+        return {n: w[n] - lr * (r(n) if r else own[n]) * u[n] for n in w}
 
     adam = {n: g[n] / (g[n].abs() + eps) for n in w}  # m_hat / (sqrt(v_hat) + eps) at t = 1
     u = {n: adam[n] + wd * w[n] for n in w}
-    raw = {n: (1 - b1) * g[n] / (((1 - b2) * g[n] * g[n]).sqrt() + eps) + wd * w[n] for n in w}
     l2 = {n: g[n] + wd * w[n] for n in w}
-    u_l2 = {n: l2[n] / (l2[n].abs() + eps) for n in w}
-    u_sqrt = {n: g[n] / (g[n] * g[n] + eps).sqrt() + wd * w[n] for n in w}
-    w_all = math.sqrt(sum(float(t.norm()) ** 2 for t in w.values()))
-    u_all = math.sqrt(sum(float(t.norm()) ** 2 for t in u.values()))
     norm = {n: (float(w[n].norm()), float(u[n].norm())) for n in w}
+    whole = ratio(*(math.sqrt(sum(float(t.norm()) ** 2 for t in tree.values())) for tree in (w, u)))
     return {
         "Adam's moments are used without bias correction: divide m by 1 - beta1^t and v by 1 - beta2^t,"
-        " with t counting steps from 1": per_tensor(raw, lambda n: ratio(float(w[n].norm()), float(raw[n].norm()))),
-        "the weight decay went into the gradient (L2 regularisation, as Adam does); LAMB adds"
-        " weight_decay * w to the update u after the Adam ratio (decoupled)": per_tensor(
-            u_l2, lambda n: ratio(float(w[n].norm()), float(u_l2[n].norm()))
+        " with t counting steps from 1": step(
+            {n: (1 - b1) * g[n] / (((1 - b2) * g[n] * g[n]).sqrt() + eps) + wd * w[n] for n in w}
         ),
-        "eps is inside the square root: the denominator is sqrt(v_hat) + eps, not sqrt(v_hat + eps)": per_tensor(
-            u_sqrt, lambda n: ratio(float(w[n].norm()), float(u_sqrt[n].norm()))
+        "the weight decay went into the gradient (L2 regularisation, as Adam does); LAMB adds"
+        " weight_decay * w to the update u after the Adam ratio (decoupled)": step(
+            {n: l2[n] / (l2[n].abs() + eps) for n in w}
+        ),
+        "eps is inside the square root: the denominator is sqrt(v_hat) + eps, not sqrt(v_hat + eps)": step(
+            {n: g[n] / (g[n] * g[n] + eps).sqrt() + wd * w[n] for n in w}
         ),
         "one trust ratio is taken over all the parameters together (the norms of the whole model);"
-        " LAMB takes r = ||w|| / ||u|| separately for each parameter tensor": per_tensor(
-            u, lambda n: ratio(w_all, u_all)
-        ),
-        "the trust ratio is inverted: r = ||w|| / ||u||, not ||u|| / ||w||": per_tensor(
+        " LAMB takes r = ||w|| / ||u|| separately for each parameter tensor": step(u, lambda n: whole),
+        "the trust ratio is inverted: r = ||w|| / ||u||, not ||u|| / ||w||": step(
             u, lambda n: ratio(norm[n][1], norm[n][0])
         ),
-        "no trust ratio was applied (r = 1 for every tensor): scale each tensor's update by"
-        " r = ||w|| / ||u||": per_tensor(u, lambda n: 1.0),
-        "no weight decay was applied: the update is u = m_hat / (sqrt(v_hat) + eps) + weight_decay * w": per_tensor(
-            adam, lambda n: ratio(float(w[n].norm()), float(adam[n].norm()))
+        "no trust ratio was applied (r = 1 for every tensor): scale each tensor's update by r = ||w|| / ||u||": step(
+            u, lambda n: 1.0
         ),
+        "no weight decay was applied: the update is u = m_hat / (sqrt(v_hat) + eps) + weight_decay * w": step(adam),
     }
 
 
@@ -205,7 +169,7 @@ def _diagnose(case: Case, got: dict[str, Any], want: dict[str, torch.Tensor], na
     variant than to the reference. Otherwise a submission off only by rounding would be told it
     made a mistake that, at these positions, gives the right answer.
     """
-    for advice, variant in _variants(case.inputs[0]).items():
+    for advice, variant in _variants(int(case.inputs[0]["seed"])).items():
         differ = [n for n in names if not _close(variant[n], want[n])]
         if not differ or not all(_close(got.get(n), variant[n]) for n in names):
             continue
@@ -241,43 +205,32 @@ def _describe(key: str, name: str, got: Any, want: torch.Tensor) -> str:
     return str(found) if found else f'{key}["{name}"] holds NaN or inf'
 
 
-def _first_failure(facts: Facts, key: str, names: Callable[[dict[str, Any]], list[str]]) -> tuple[str, Any]:
-    """The first wrong tensor at ``result[key][name]``, described, and the run it came from."""
+def _tensor_rule(facts: Facts, key: str, biases: bool, ok: str, hint: Callable[[Any], str]) -> Outcome:
+    """Partial credit: the share of the tensors at ``result[key]`` (the biases alone with ``biases``) that are
+    right; the first wrong one described, then ``hint``'s advice about its run."""
+    right = total = 0
+    where, first = "", None
     for g, i, case, r in _runs(facts):
-        want = case.expected[r][key]
-        tree = result(g, i, r)
-        if not isinstance(tree, dict):
-            return f"{g.name}: {case_failure(g, i, r) or 'no result'}", None
-        got = tree.get(key)
-        if not isinstance(got, dict):
-            got = {}
-        for name in names(want):
-            if not _right(got.get(name), want[name]):
-                return f"{g.name}, {case.label}: {_describe(key, name, got.get(name), want[name])}", (g, i, case, r)
-    return "", None
-
-
-def _tensor_rule(facts: Facts, key: str, names: Callable[[dict[str, Any]], list[str]], ok: str,
-                 hint: Callable[[Any], str]) -> Outcome:  # fmt: skip
-    """Partial credit: the share of the tensors at ``result[key]`` (``names`` of them) that are right."""
-    right, total = _score(facts, key, names)
+        want, tree = case.expected[r][key], result(g, i, r)
+        if not isinstance(tree, dict) and not where:
+            where = f"{g.name}: {case_failure(g, i, r) or 'no result'}"
+        got = tree.get(key) if isinstance(tree, dict) else None
+        got = got if isinstance(got, dict) else {}
+        for name in [n for n in want if n.endswith("bias") or not biases]:
+            total += 1
+            if _right(got.get(name), want[name]):
+                right += 1
+            elif not where:
+                where = f"{g.name}, {case.label}: {_describe(key, name, got.get(name), want[name])}"
+                first = (g, i, case, r)
     data: dict[str, Any] = {"tensors": total, "right": right}
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if right == total:
         return Outcome(True, ok, data, fraction=1.0)
-    where, run = _first_failure(facts, key, names)
-    advice = hint(run) if run else ""
+    advice = hint(first) if first else ""
     message = f"{right} of {total} tensors right. {where}." + (f" {advice}" if advice else "")
     return Outcome(False, message, data, fraction=right / total)
-
-
-def _all(tree: dict[str, Any]) -> list[str]:
-    return list(tree)
-
-
-def _biases(tree: dict[str, Any]) -> list[str]:
-    return [n for n in tree if n.endswith("bias")]
 
 
 FIRST_STEP = (
@@ -303,7 +256,7 @@ def _first_step_hint(run: Any) -> str:
 
 def first_step(facts: Facts) -> Outcome:
     ok = "every parameter tensor after the first step equals the trusted float64 LAMB"
-    return _tensor_rule(facts, "first", _all, ok, _first_step_hint)
+    return _tensor_rule(facts, "first", False, ok, _first_step_hint)
 
 
 def _bias_hint(run: Any) -> str:
@@ -311,7 +264,7 @@ def _bias_hint(run: Any) -> str:
     got = result(g, i, r).get("first")
     if not isinstance(got, dict):
         return ZERO_BIAS
-    names = _biases(case.expected[r]["first"])
+    names = [n for n in case.expected[r]["first"] if n.endswith("bias")]
     if all(isinstance(got.get(n), torch.Tensor) and not bool(got[n].any()) for n in names):
         return "Your biases are still all zero after the first step. " + ZERO_BIAS
     if any(isinstance(got.get(n), torch.Tensor) and not bool(torch.isfinite(got[n]).all()) for n in names):
@@ -322,7 +275,7 @@ def _bias_hint(run: Any) -> str:
 
 def zero_biases(facts: Facts) -> Outcome:
     ok = "the zero-initialised biases moved on the first step, by exactly lr * u (trust ratio 1)"
-    return _tensor_rule(facts, "first", _biases, ok, _bias_hint)
+    return _tensor_rule(facts, "first", True, ok, _bias_hint)
 
 
 def parameters(facts: Facts) -> Outcome:
@@ -336,7 +289,7 @@ def parameters(facts: Facts) -> Outcome:
         )
 
     ok = f"every parameter tensor after {STEPS} steps equals the trusted float64 LAMB"
-    return _tensor_rule(facts, "params", _all, ok, hint)
+    return _tensor_rule(facts, "params", False, ok, hint)
 
 
 def _series(curves: Any, batches: list[int]) -> list[dict[str, Any]]:

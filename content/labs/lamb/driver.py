@@ -75,25 +75,19 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     ``first``: the parameters after the first ``step()``; ``params``: after the last.
     ``curves``: ``{"lamb": [[loss per step] per batch size], "adamw": [...]}`` (float64 tensors).
     """
-    dims, batch = list(inputs["dims"]), int(inputs["batch"])
-    model = build_model(int(inputs["seed"]), dims)
-    hyper = {
-        "lr": float(inputs["lr"]),
-        "betas": (float(inputs["betas"][0]), float(inputs["betas"][1])),
-        "eps": float(inputs["eps"]),
-        "weight_decay": float(inputs["weight_decay"]),
-    }
-    optimizer = submission.Lamb(model.parameters(), **hyper)
+    dims, batch, seed = list(inputs["dims"]), int(inputs["batch"]), int(inputs["seed"])
+    model = build_model(seed, dims)
+    betas = (float(inputs["betas"][0]), float(inputs["betas"][1]))
+    hyper = {"lr": float(inputs["lr"]), "eps": float(inputs["eps"]), "weight_decay": float(inputs["weight_decay"])}
+    optimizer = submission.Lamb(model.parameters(), betas=betas, **hyper)
     first: dict[str, torch.Tensor] = {}
     for step in range(int(inputs["steps"])):
         optimizer.zero_grad()
-        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, batch)
-        loss_fn(model, x, y).backward()
+        loss_fn(model, *make_batch(seed + 1 + step, dims, batch)).backward()
         optimizer.step()
         if step == 0:
             first = {name: p.detach().clone() for name, p in model.named_parameters()}
     params = {name: p.detach().clone() for name, p in model.named_parameters()}
-
     wd = float(inputs["curve_weight_decay"])
     curves: dict[str, list[list[float]]] = {"lamb": [], "adamw": []}
     for size in inputs["batches"]:
@@ -101,8 +95,5 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         curves["adamw"].append(
             run_curve(lambda p, lr: torch.optim.AdamW(p, lr=lr, weight_decay=wd, foreach=False), inputs, int(size))
         )
-    return {
-        "first": first,
-        "params": params,
-        "curves": {name: torch.tensor(c, dtype=torch.float64) for name, c in curves.items()},
-    }
+    tensors = {name: torch.tensor(c, dtype=torch.float64) for name, c in curves.items()}
+    return {"first": first, "params": params, "curves": tensors}

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, load_public, result, summarise_failures, training
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, summarise_failures, tallies, training
 
 DIMS = [16, 32, 32, 4]  # six parameter tensors, shared out round-robin: every rank owns one or more
 BATCH = 16
@@ -20,6 +20,7 @@ STEPS = 10
 LR, MOMENTUM = 0.05, 0.9
 OVERFLOWS = 3  # steps with an inf or nan injected into some rank's gradients (never the first)
 TOLERANCE = (1e-9, 1e-12)
+DRIVER = load_public(__file__, "driver")  # the reference, and what a rank owns and skipped
 
 
 def simulate(
@@ -59,8 +60,7 @@ def _draw(gen: torch.Generator, high: int) -> int:
 
 def _schedule(gen: torch.Generator, world_size: int, settings: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Which ranks overflow at which steps: redrawn until each usual mistake changes the scales."""
-    driver = load_public(__file__, "driver")
-    shapes = {n: t.numel() for n, t in driver.init_params(0, DIMS).items()}
+    shapes = {n: t.numel() for n, t in DRIVER.init_params(0, DIMS).items()}
     names = list(shapes)
     args = [settings[k] for k in ("init_scale", "growth_factor", "backoff_factor", "growth_interval")]
     plan: dict[str, list[dict[str, Any]]] = {}
@@ -73,7 +73,7 @@ def _schedule(gen: torch.Generator, world_size: int, settings: dict[str, Any]) -
             if world_size > 2 and _draw(gen, 3) == 0:  # sometimes two ranks overflow at once
                 ranks.append((ranks[0] + 1 + _draw(gen, world_size - 1)) % world_size)
             for r in ranks:
-                own = [n for j, n in enumerate(names) if driver.owner(j, world_size) == r]
+                own = _own(names, r, world_size)
                 param = own[_draw(gen, len(own))]
                 plan.setdefault(str(step), []).append(
                     {"rank": r, "param": param, "index": _draw(gen, shapes[param]), "kind": kind}
@@ -93,7 +93,6 @@ def own_injections(plan: dict[str, list[dict[str, Any]]], rank: int) -> dict[str
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    driver = load_public(__file__, "driver")
     seed = _draw(gen, 2**31 - 1)
     settings = {
         "init_scale": 2.0 ** (6 + _draw(gen, 7)),
@@ -103,12 +102,11 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     }
     common = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, "lr": LR, "momentum": MOMENTUM, **settings}
     plan = _schedule(gen, world_size, settings)
-    ref = driver.reference({**common, "injections": plan})
-    names = list(ref["params"])
-    expected = []
-    for r in range(world_size):
-        own = [n for j, n in enumerate(names) if driver.owner(j, world_size) == r]
-        expected.append({**ref, "grads": {n: ref["grads"][n] for n in own}})
+    ref = DRIVER.reference({**common, "injections": plan})
+    expected = [
+        {**ref, "grads": {n: ref["grads"][n] for n in _own(list(ref["params"]), r, world_size)}}
+        for r in range(world_size)
+    ]
     said = ", ".join(f"{k}={v:g}" for k, v in settings.items())
     where = "; ".join(
         f"step {s}: " + ", ".join(f"{i['kind']} on rank {i['rank']}" for i in items)
@@ -128,6 +126,11 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
             tolerance={"scales": (0.0, 0.0), "grads": TOLERANCE, "params": TOLERANCE},
         )
     ]
+
+
+def _own(names: list[str], rank: int, world_size: int) -> list[str]:
+    """The parameter tensors (of ``names``, in ``init_params`` order) that rank ``rank`` owns."""
+    return [n for j, n in enumerate(names) if DRIVER.owner(j, world_size) == rank]
 
 
 def plan_of(case: Case) -> dict[str, list[dict[str, Any]]]:
@@ -167,10 +170,8 @@ def _local(case: Case, rank: int) -> list[bool]:
 
 
 def _scales(g: Any, i: int, rank: int) -> list[float] | None:
-    got = result(g, i, rank)
-    if not isinstance(got, dict) or not isinstance(got.get("scales"), torch.Tensor):
-        return None
-    return [float(v) for v in got["scales"]]
+    said = tallies.said(g, i, rank, "scales")
+    return [float(v) for v in said] if isinstance(said, torch.Tensor) else None
 
 
 def _own_overflows_only(g: Any, i: int, case: Case) -> bool:
@@ -226,23 +227,20 @@ def skipped_by(g: Any, i: int, rank: int) -> list[bool | None] | None:
     exactly as they were (None for a step whose tensors hold inf or nan: it cannot be told). Read
     from results, outside the rank: nothing the rank says about itself.
     """
-    driver = load_public(__file__, "driver")
-    got = result(g, i, rank)
-    history = got.get("history") if isinstance(got, dict) else None
+    history = tallies.said(g, i, rank, "history")
     inputs = g.cases[i].inputs[rank]
-    names = list(driver.init_params(0, list(inputs["dims"])))
-    own = [n for j, n in enumerate(names) if driver.owner(j, g.world_size) == rank]
+    initial = DRIVER.init_params(int(inputs["seed"]), list(inputs["dims"]))
+    own = _own(list(initial), rank, g.world_size)
     if not isinstance(history, list) or len(history) != STEPS:
         return None
-    for step in history:
-        if not isinstance(step, dict) or set(step) != set(own):
-            return None
-        if not all(isinstance(step[n], torch.Tensor) and step[n].dtype == torch.float64 for n in own):
-            return None
-    initial = driver.init_params(int(inputs["seed"]), list(inputs["dims"]))
-    if any(history[0][n].shape != initial[n].shape for n in own):
+    if not all(
+        isinstance(step, dict)
+        and set(step) == set(own)
+        and all(isinstance(step[n], torch.Tensor) and step[n].dtype == torch.float64 for n in own)
+        for step in history
+    ) or any(history[0][n].shape != initial[n].shape for n in own):
         return None
-    return driver.skipped_steps({n: initial[n] for n in own}, history)
+    return DRIVER.skipped_steps({n: initial[n] for n in own}, history)
 
 
 def _skipped_hint(g: Any, i: int, case: Case, rank: int) -> str:
@@ -283,40 +281,36 @@ def _skipped_hint(g: Any, i: int, case: Case, rank: int) -> str:
     return " Skip optimizer.step() exactly at the steps where some rank's gradients are not finite."
 
 
+def _skips_wrong(g: Any, i: int, case: Case, r: int) -> str | None:
+    """Why the steps rank ``r`` skipped (read from its recorded tensors) are not GradScaler's, or None."""
+    want = [bool(v) for v in case.expected[0]["skipped"]]
+    mine = skipped_by(g, i, r)
+    if mine is None:
+        return case_failure(g, i, r) or "its record of its own tensors after each step is missing or malformed"
+    seen = {True: "skipped", False: "taken", None: "unreadable (inf or nan in its tensors)"}
+    said = ", ".join(f"step {s} {seen[mine[s]]}" for s in [s for s in range(STEPS) if mine[s] != want[s]][:3])
+    expected = [s for s in range(STEPS) if want[s]]
+    return f"{said} (expected skipped at steps {expected}, read from how this rank's tensors changed)" if said else None
+
+
 def skipped(facts: Facts) -> Outcome:
     """The steps each rank skipped (read from its recorded tensors) are GradScaler's; partial credit per rank."""
-    total = right = 0
+    runs = [(g, i, case, r) for g, i, case in training.cases_judging(facts, "scales") for r in range(g.world_size)]
     failures: list[dict[str, Any]] = []
     first: tuple[Any, int, Case, int] | None = None
-    for g, i, case in training.cases_judging(facts, "scales"):
-        want = [bool(v) for v in case.expected[0]["skipped"]]
-        for r in range(g.world_size):
-            total += 1
-            mine = skipped_by(g, i, r)
-            if mine == want:
-                right += 1
-                continue
-            if mine is None:
-                why = case_failure(g, i, r) or "its record of its own tensors after each step is missing or malformed"
-            else:
-                steps = [s for s in range(STEPS) if mine[s] != want[s]]
-                seen = {True: "skipped", False: "taken", None: "unreadable (inf or nan in its tensors)"}
-                said = ", ".join(f"step {s} {seen[mine[s]]}" for s in steps[:3])
-                why = (
-                    f"{said} (expected skipped at steps {[s for s in range(STEPS) if want[s]]}, read from how"
-                    " this rank's tensors changed)"
-                )
+    for g, i, case, r in runs:
+        if why := _skips_wrong(g, i, case, r):
             failures.append({"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label, "reason": why})
             first = first or (g, i, case, r)
-    data: dict[str, Any] = {"rank_cases": total, "passed": right}
-    if not total:
+    data: dict[str, Any] = {"rank_cases": len(runs), "passed": len(runs) - len(failures)}
+    if not runs:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if first is None:
-        return Outcome(True, f"all {total} ranks skipped exactly the steps GradScaler skips", data, fraction=1.0)
+        return Outcome(True, f"all {len(runs)} ranks skipped exactly the steps GradScaler skips", data, fraction=1.0)
     data["first_failure"] = failures[0]
     hint = _skipped_hint(*first).strip()
-    message = summarise_failures(failures, total) + "." + (f" {hint}" if hint else "")
-    return Outcome(False, message, data, fraction=right / total)
+    message = summarise_failures(failures, len(runs)) + "." + (f" {hint}" if hint else "")
+    return Outcome(False, message, data, fraction=data["passed"] / len(runs))
 
 
 def _gradients_hint(g: Any, i: int, case: Case, rank: int) -> str:
@@ -341,8 +335,7 @@ def gradients(facts: Facts) -> Outcome:
 
 
 def _parameters_hint(g: Any, i: int, case: Case, rank: int) -> str:
-    got = result(g, i, rank)
-    params = got.get("params") if isinstance(got, dict) else None
+    params = tallies.said(g, i, rank, "params")
     if isinstance(params, dict) and any(
         isinstance(p, torch.Tensor) and not bool(torch.isfinite(p).all()) for p in params.values()
     ):
@@ -361,6 +354,20 @@ def parameters(facts: Facts) -> Outcome:
     return training.judge(facts, "parameters", _parameters_hint, success="training with torch.amp.GradScaler")
 
 
+def _disagreement(g: Any, i: int) -> str | None:
+    """Where another rank first disagrees with rank 0: its scales, its skipped steps, its parameters; or None."""
+    scales = [tallies.said(g, i, r, "scales") for r in range(g.world_size)]
+    skips = [skipped_by(g, i, r) for r in range(g.world_size)]
+    for r in range(1, g.world_size):
+        a, b = scales[0], scales[r]
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)):
+            step = _first_difference(a, b)
+            return f"rank {r}'s scales differ from rank 0's" + (f" from step {step}" if step is not None else "")
+        if (step := _skips_differ(skips[0], skips[r])) is not None:
+            return f"rank {r} skipped other steps than rank 0" + (f" (step {step})" if step >= 0 else "")
+    return _params_difference([tallies.said(g, i, r, "params") or {} for r in range(g.world_size)])
+
+
 def ranks_agree(facts: Facts) -> Outcome:
     problems: list[str] = []
     unfinished: list[str] = []
@@ -369,34 +376,18 @@ def ranks_agree(facts: Facts) -> Outcome:
         total += 1
         if not training.finished(g, i):
             unfinished.append(str(g.world_size))
-            continue
-        trees = [result(g, i, r) for r in range(g.world_size)]
-        skips = [skipped_by(g, i, r) for r in range(g.world_size)]
-        base = trees[0]
-        why = ""
-        for r, tree in enumerate(trees[1:], start=1):
-            a, b = base.get("scales"), tree.get("scales")
-            if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)):
-                step = _first_difference(a, b)
-                why = f"rank {r}'s scales differ from rank 0's" + (f" from step {step}" if step is not None else "")
-            elif (step := _skips_differ(skips[0], skips[r])) is not None:
-                why = f"rank {r} skipped other steps than rank 0" + (f" (step {step})" if step >= 0 else "")
-            if why:
-                break
-        if not why:
-            why = _params_difference(trees) or ""
-        if why:
+        elif why := _disagreement(g, i):
             problems.append(f"world size {g.world_size}: {why}")
         else:
             good += 1
     if not total:
         return Outcome(False, "no cases were run for this check", fraction=0.0)
-    message = ""
-    if problems:
-        message = (
-            "; ".join(problems) + ". An overflow on one rank must make every rank skip the step and back off"
-            " the scale: decide from an all-reduced found-inf flag, never from the local gradients alone."
-        )
+    message = (
+        "; ".join(problems) + ". An overflow on one rank must make every rank skip the step and back off"
+        " the scale: decide from an all-reduced found-inf flag, never from the local gradients alone."
+        if problems
+        else ""
+    )
     if unfinished:
         why = training.UNFINISHED.format(training.sizes(unfinished), "the ranks could not be compared", "scales")
         message += (" " if message else "") + why[0].upper() + why[1:] + "."
@@ -415,12 +406,11 @@ def _skips_differ(a: list[bool | None] | None, b: list[bool | None] | None) -> i
     return next((s for s, (x, y) in enumerate(zip(a, b, strict=True)) if None not in (x, y) and x != y), None)
 
 
-def _params_difference(trees: list[dict[str, Any]]) -> str | None:
+def _params_difference(params: list[dict[str, Any]]) -> str | None:
     """Where another rank's parameters first differ from rank 0's (nan equal to nan), or None."""
-    base = trees[0].get("params") or {}
-    for r, tree in enumerate(trees[1:], start=1):
-        for name, want in base.items():
-            got = (tree.get("params") or {}).get(name)
+    for r, mine in enumerate(params[1:], start=1):
+        for name, want in params[0].items():
+            got = mine.get(name)
             if not isinstance(got, torch.Tensor) or got.shape != want.shape:
                 return f'rank {r} has no params["{name}"] of shape {tuple(want.shape)}'
             if not torch.allclose(got, want, rtol=1e-12, atol=1e-14, equal_nan=True):

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, load_public, off_by, result, summarise_failures
+from labs.authoring import Case, Facts, Outcome, case_failure, load_public, off_by, result, rules, tallies, training
 
 DIMS = [8, 32, 32, 4]
 PER_RANK_BATCH = 4  # the global batch grows with the ranks: 4 x N examples
@@ -50,40 +50,26 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     driver = load_public(__file__, "driver")
     inputs = _train_inputs(gen)
     base, warmup, steps = inputs["base_lr"], inputs["warmup_steps"], inputs["steps"]
-    lrs = [right_lr(s, base, world_size, warmup) for s in range(steps)]
-    ref = driver.reference(inputs, world_size, lrs)
-    expected = {"lrs": ref["lrs"], "params": ref["params"]}  # exactly what driver.train returns
-    table = [(s, w) for w in TABLE_WARMUPS for s in range(w + 3)]
-    flat = [(s, 0) for s in range(NO_WARMUP_STEPS)]
+    ref = driver.reference(inputs, world_size, [right_lr(s, base, world_size, warmup) for s in range(steps)])
     tol = {"lrs": LR_TOLERANCE, "params": PARAM_TOLERANCE}
 
     def query_case(label: str, queries: list[tuple[int, int]]) -> Case:
-        want = {"lrs": torch.tensor([right_lr(s, base, world_size, w) for s, w in queries], dtype=torch.float64)}
-        return Case(
-            check="schedule",
-            fn="scaled_lr",
-            driver="schedule",
-            label=label,
-            inputs=[{"base_lr": base, "queries": queries} for _ in range(world_size)],
-            expected=[want for _ in range(world_size)],
-            parts={"schedule": ["lrs"], "scaling": ["lrs"]},
-            tolerance=tol,
-        )
+        lrs = torch.tensor([right_lr(s, base, world_size, w) for s, w in queries], dtype=torch.float64)
+        calls = rules.replicated(world_size, {"base_lr": base, "queries": queries}, {"lrs": lrs})
+        parts = {"schedule": ["lrs"], "scaling": ["lrs"]}
+        return Case("schedule", "scaled_lr", label, driver="schedule", parts=parts, tolerance=tol, **calls)
 
+    label = f"{steps} steps of SGD with momentum, warmup_steps={warmup}, base_lr={base:g}"
+    run = rules.replicated(world_size, inputs, {"lrs": ref["lrs"], "params": ref["params"]})
+    parts = {"schedule": ["lrs"], "scaling": ["lrs"], "parameters": ["params"]}
+    table = [(s, w) for w in TABLE_WARMUPS for s in range(w + 3)]
     return [
-        Case(
-            check="schedule",
-            fn="scaled_lr",
-            driver="train",
-            label=f"{steps} steps of SGD with momentum, warmup_steps={warmup}, base_lr={base:g}",
-            inputs=[dict(inputs) for _ in range(world_size)],
-            expected=[expected for _ in range(world_size)],
-            measure=True,  # the loop's gradient all-reduces: the result page's communication picture
-            parts={"schedule": ["lrs"], "scaling": ["lrs"], "parameters": ["params"]},
-            tolerance=tol,
-        ),
+        # measured: the loop's gradient all-reduces, for the result page's communication picture
+        Case("schedule", "scaled_lr", label, driver="train", measure=True, parts=parts, tolerance=tol, **run),
         query_case(f"scaled_lr alone, warmup_steps in {TABLE_WARMUPS}, base_lr={base:g}", table),
-        query_case(f"scaled_lr alone, warmup_steps=0 (no warmup), base_lr={base:g}", flat),
+        query_case(
+            f"scaled_lr alone, warmup_steps=0 (no warmup), base_lr={base:g}", [(s, 0) for s in range(NO_WARMUP_STEPS)]
+        ),
     ]
 
 
@@ -184,83 +170,70 @@ def schedule(facts: Facts) -> Outcome:
     total = right = 0
     first = ""
     errors: list[str] = []
-    for g in facts.groups:
-        for i, case in enumerate(g.cases):
-            if not case.judges("schedule"):
+    for g, i, case in training.cases_judging(facts, "schedule"):
+        queries, want = _queries(case), [float(v) for v in case.expected[0]["lrs"]]
+        for r in range(g.world_size):
+            total += len(queries)
+            got = _lrs(g, i, r)
+            if got is None:
+                why = case_failure(g, i, r, part="schedule") or "no learning rates came back"
+                errors.append(f"world size {g.world_size}, rank {r}, {case.label}: {why}")
                 continue
-            queries = _queries(case)
-            want = [float(v) for v in case.expected[0]["lrs"]]
-            for r in range(g.world_size):
-                total += len(queries)
-                got = _lrs(g, i, r)
-                if got is None:
-                    why = case_failure(g, i, r, part="schedule") or "no learning rates came back"
-                    errors.append(f"world size {g.world_size}, rank {r}, {case.label}: {why}")
-                    continue
-                ok = [_same(a, b) for a, b in zip(want, got, strict=True)]
-                right += sum(ok)
-                if not first and not all(ok):
-                    k = ok.index(False)
-                    s, w = queries[k]
-                    first = (
-                        f"{_where(g, case, r, s, w)}: the rate {off_by(float(got[k]), float(want[k]))}."
-                        f"{_advice(case, got, g.world_size)}"
-                    )
+            ok = [_same(a, b) for a, b in zip(want, got, strict=True)]
+            right += sum(ok)
+            if not first and not all(ok):
+                k = ok.index(False)
+                first = (
+                    f"{_where(g, case, r, *queries[k])}: the rate {off_by(float(got[k]), float(want[k]))}."
+                    f"{_advice(case, got, g.world_size)}"
+                )
     data = {"learning_rates": total, "right": right}
     if not total:
         return Outcome(False, "no cases were run for this check", data, fraction=0.0)
     if right == total:
         return Outcome(True, f"all {total} learning rates follow the scaled, warmed-up schedule", data, fraction=1.0)
-    parts = [f"{right} of {total} learning rates right"]
-    if first:
-        parts.append(f"first wrong: {first}")
+    parts = [f"{right} of {total} learning rates right"] + ([f"first wrong: {first}"] if first else [])
     if errors:
         parts.append(f"{len(errors)} call{'s' if len(errors) > 1 else ''} failed: {errors[0]}")
     return Outcome(False, ". ".join(parts), data, fraction=right / total)
 
 
+def _off_target(g: Any, data: dict[str, Any]) -> str | None:
+    """The first rate of world size ``g`` after the warmup that is not base_lr x N, or None."""
+    n = g.world_size
+    for i, case in enumerate(g.cases):
+        if not case.judges("scaling"):
+            continue
+        base = float(case.inputs[0]["base_lr"])
+        for r in range(n):
+            got = _lrs(g, i, r)
+            if got is None:
+                why = case_failure(g, i, r, part="scaling") or "no learning rates came back"
+                return f"world size {n}, rank {r}, {case.label}: {why}"
+            late = [(s, w, v) for (s, w), v in zip(_queries(case), got, strict=True) if s >= w]
+            if case.driver == "train" and late:
+                data[f"world_size_{n}"] = {"base_lr": base, "target": base * n, "after_warmup": late[0][2]}
+            for s, w, v in late:
+                if not _same(v, base * n):
+                    return (
+                        f"world size {n}: after the warmup, at {_where(g, case, r, s, w, size=False)}, the rate is"
+                        f" {v:.6g}, {v / base:.4g} x base_lr; the linear scaling rule wants base_lr x {n} ="
+                        f" {base * n:.6g}"
+                    )
+    return None
+
+
 def scaling(facts: Facts) -> Outcome:
     """After the warmup, the rate is exactly base_lr x N, at every world size."""
-    problems: list[str] = []
-    good = 0
+    tally = tallies.Tally(unit="world size")
     data: dict[str, Any] = {}
     for g in facts.groups:
-        n, problem = g.world_size, ""
-        for i, case in enumerate(g.cases):
-            if not case.judges("scaling") or problem:
-                continue
-            base = float(case.inputs[0]["base_lr"])
-            for r in range(n):
-                got = _lrs(g, i, r)
-                if got is None:
-                    why = case_failure(g, i, r, part="scaling") or "no learning rates came back"
-                    problem = f"world size {n}, rank {r}, {case.label}: {why}"
-                    break
-                late = [(s, w, v) for (s, w), v in zip(_queries(case), got, strict=True) if s >= w]
-                bad = [(s, w, v) for s, w, v in late if not _same(v, base * n)]
-                if case.driver == "train" and late:
-                    data[f"world_size_{n}"] = {"base_lr": base, "target": base * n, "after_warmup": late[0][2]}
-                if bad:
-                    s, w, v = bad[0]
-                    at = _where(g, case, r, s, w, size=False)
-                    problem = (
-                        f"world size {n}: after the warmup, at {at}, the rate is {v:.6g},"
-                        f" {v / base:.4g} x base_lr; the linear scaling rule wants base_lr x {n} = {base * n:.6g}"
-                    )
-                    break
-        if problem:
-            problems.append(problem)
-        else:
-            good += 1
-    if not facts.groups:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    if problems:
-        message = "; ".join(problems[:2]) + (
-            ". Once the warmup is over the rate must be base_lr * world_size at every world size"
-            " (N times the batch, N times the rate), and stay there."
-        )
-        return Outcome(False, message, data, fraction=good / len(facts.groups))
-    return Outcome(True, "after the warmup the rate is base_lr x N at every world size", data, fraction=1.0)
+        tally.add(_off_target(g, data))
+    advice = (
+        "Once the warmup is over the rate must be base_lr * world_size at every world size"
+        " (N times the batch, N times the rate), and stay there."
+    )
+    return tally.outcome("after the warmup the rate is base_lr x N at every world size", data, shown=2, advice=advice)
 
 
 def _comparison(facts: Facts) -> tuple[str, dict[str, Any]]:
@@ -284,40 +257,17 @@ def _comparison(facts: Facts) -> tuple[str, dict[str, Any]]:
     return "", {}
 
 
+def _parameters_hint(g: Any, i: int, case: Case, r: int) -> str:
+    if case_failure(g, i, r, part="schedule") is None:
+        return "The rates were right, so something else changed the training: scaled_lr must only compute a number."
+    return "The parameters follow from the learning rates, which were wrong: fix the schedule (see that check)."
+
+
 def parameters(facts: Facts) -> Outcome:
-    total = passed = 0
-    failures: list[dict[str, Any]] = []
-    hint = ""
-    for g in facts.groups:
-        for i, case in enumerate(g.cases):
-            if not case.judges("parameters"):
-                continue
-            for r in range(g.world_size):
-                total += 1
-                why = case_failure(g, i, r, part="parameters")
-                if why is None:
-                    passed += 1
-                    continue
-                failures.append(
-                    {"group": g.name, "world_size": g.world_size, "rank": r, "case": case.label} | {"reason": why}
-                )
-                if not hint and result(g, i, r) is not None:
-                    rates_right = case_failure(g, i, r, part="schedule") is None
-                    hint = (
-                        " The learning rates were right, so something else changed the training:"
-                        " scaled_lr must only compute a number."
-                        if rates_right
-                        else " The parameters follow from the learning rates, which were wrong: fix the"
-                        " schedule (see that check) and these follow."
-                    )
     text, comparison = _comparison(facts)
-    data: dict[str, Any] = {"rank_cases": total, "passed": passed, "comparison": comparison}
-    if not total:
-        return Outcome(False, "no cases were run for this check", data, fraction=0.0)
-    if not failures:
-        return Outcome(True, f"all {total} rank results equal single-process training.{text}", data, fraction=1.0)
-    data["first_failure"] = failures[0]
-    return Outcome(False, f"{summarise_failures(failures, total)}.{hint}", data, fraction=passed / total)
+    outcome = training.judge(facts, "parameters", _parameters_hint, success=f"single-process training.{text}")
+    outcome.data["comparison"] = comparison
+    return outcome
 
 
 RULES = {"schedule": schedule, "scaling": scaling, "parameters": parameters}

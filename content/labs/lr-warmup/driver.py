@@ -29,10 +29,9 @@ def make_batch(seed: int, dims: list[int], batch: int) -> tuple[torch.Tensor, to
 
 
 def make_optimizer(model: torch.nn.Module, inputs: dict[str, Any]) -> torch.optim.SGD:
-    """SGD with momentum and weight decay; its learning rate is set before every step."""
-    return torch.optim.SGD(
-        model.parameters(), lr=0.0, momentum=float(inputs["momentum"]), weight_decay=float(inputs["weight_decay"])
-    )
+    """SGD with momentum and weight decay; its learning rate is set before every step (``set_lr``)."""
+    momentum, weight_decay = float(inputs["momentum"]), float(inputs["weight_decay"])
+    return torch.optim.SGD(model.parameters(), lr=0.0, momentum=momentum, weight_decay=weight_decay)
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
@@ -57,21 +56,19 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     ``params``: every parameter after ``inputs["steps"]`` optimizer steps.
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    dims, per_rank = list(inputs["dims"]), int(inputs["per_rank_batch"])
-    base_lr, warmup = float(inputs["base_lr"]), int(inputs["warmup_steps"])
-    model = build_model(int(inputs["seed"]), dims)
+    dims, per_rank, seed = list(inputs["dims"]), int(inputs["per_rank_batch"]), int(inputs["seed"])
+    model = build_model(seed, dims)
     optimizer = make_optimizer(model, inputs)
     lrs = []
     for step in range(int(inputs["steps"])):
-        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, per_rank * world_size)
+        x, y = make_batch(seed + 1 + step, dims, per_rank * world_size)
         mine = slice(rank * per_rank, (rank + 1) * per_rank)
         optimizer.zero_grad(set_to_none=True)
         loss_fn(model, x[mine], y[mine]).backward()
         average_gradients(model)
-        lr = call_schedule(submission, step, base_lr, world_size, warmup)
-        set_lr(optimizer, lr)
+        lrs.append(call_schedule(submission, step, float(inputs["base_lr"]), world_size, int(inputs["warmup_steps"])))
+        set_lr(optimizer, lrs[-1])
         optimizer.step()
-        lrs.append(lr)
     params = {name: p.detach().clone() for name, p in model.named_parameters()}
     return {"lrs": torch.tensor(lrs, dtype=torch.float64), "params": params}
 
@@ -89,14 +86,14 @@ def reference(inputs: dict[str, Any], world_size: int, lrs: list[float]) -> dict
     Also returns the whole-batch loss before each step (``losses``) and the loss on a held-out
     batch of 64 examples before and after training (``held_out``).
     """
-    dims, per_rank = list(inputs["dims"]), int(inputs["per_rank_batch"])
-    model = build_model(int(inputs["seed"]), dims)
+    dims, per_rank, seed = list(inputs["dims"]), int(inputs["per_rank_batch"]), int(inputs["seed"])
+    model = build_model(seed, dims)
     optimizer = make_optimizer(model, inputs)
-    held_x, held_y = make_batch(int(inputs["seed"]) - 1, dims, 64)
+    held_x, held_y = make_batch(seed - 1, dims, 64)
     held_out = [float(loss_fn(model, held_x, held_y).detach())]
     losses = []
     for step in range(int(inputs["steps"])):
-        x, y = make_batch(int(inputs["seed"]) + 1 + step, dims, per_rank * world_size)
+        x, y = make_batch(seed + 1 + step, dims, per_rank * world_size)
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(model, x, y)
         loss.backward()

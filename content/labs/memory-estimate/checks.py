@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, load_public, result
+from labs.authoring import Case, Facts, Outcome, load_public, result, tallies
 
 FIGURES = ("parameters", "gradients", "optimizer_state", "activations")
 VARIANTS = (("plain", False), ("checkpointed", True))
@@ -55,16 +55,12 @@ def expected_figures(config: dict[str, Any], checkpointing: bool) -> dict[str, i
     return {**figures, "total": sum(figures.values())}
 
 
-def _label(config: dict[str, Any]) -> str:
-    if config["model"] == "TwoTowerModel":
-        return (
-            f"TwoTowerModel (users {config['users']}, items {config['items']}, dim {config['dim']},"
-            f" hidden {config['hidden']}; batch of {config['batch']} pairs)"
-        )
-    return (
-        f"CheckpointedTransformer ({config['layers']} blocks, dim {config['dim']}, vocab {config['vocab']};"
-        f" batch {config['batch']} x {config['tokens']} tokens)"
-    )
+def _label(c: dict[str, Any]) -> str:
+    if c["model"] == "TwoTowerModel":
+        sizes = f"users {c['users']}, items {c['items']}, dim {c['dim']}, hidden {c['hidden']}"
+        return f"TwoTowerModel ({sizes}; batch of {c['batch']} pairs)"
+    sizes = f"{c['layers']} blocks, dim {c['dim']}, vocab {c['vocab']}"
+    return f"CheckpointedTransformer ({sizes}; batch {c['batch']} x {c['tokens']} tokens)"
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
@@ -123,74 +119,58 @@ def _pairs(facts: Facts) -> Iterator[Pair]:
 
 def _judge(facts: Facts, why: Callable[[Pair], str | None], success: str) -> Outcome:
     """Partial credit over (model, flag) pairs; the first failure in full."""
-    total = good = 0
-    failures: list[str] = []
+    tally = tallies.Tally(unit="estimate")
     for pair in _pairs(facts):
-        total += 1
         reason = pair.problem or why(pair)
-        if reason is None:
-            good += 1
-        else:
-            failures.append(f"{pair.where}: {reason}")
-    if not total:
-        return Outcome(False, "no cases were run for this check", fraction=0.0)
-    if not failures:
-        return Outcome(True, success, fraction=1.0)
-    more = f" ({len(failures) - 1} more of the {total} estimates wrong too)" if len(failures) > 1 else ""
-    return Outcome(False, failures[0] + more, {"failures": failures}, fraction=good / total)
+        tally.add(reason and f"{pair.where}: {reason}")
+    return tally.outcome(success, {"failures": tally.problems} if tally.problems else None)
 
 
 def _off(got: float, want: float, tolerance: float) -> bool:
     return abs(got - want) > tolerance * abs(want)
 
 
-def _bytes_hint(got: float, want: float) -> str:
-    if abs(got * 4 - want) <= EXACT * want:
-        return (
-            " That is a quarter of it: you counted elements, not bytes; multiply by p.element_size() (4 for float32)."
-        )
-    return ""
+def _exact(key: str, what: str, zero: str = "", half: str = "") -> Callable[[Pair], str | None]:
+    """Within EXACT of the expected bytes; ``zero`` and ``half`` advise on an estimate of 0 or of half of it."""
 
-
-def _exact(key: str, what: str, hints: Callable[[float, float], str]) -> Callable[[Pair], str | None]:
     def why(pair: Pair) -> str | None:
         got, want = pair.value(key), pair.want[key]
         if isinstance(got, str):
             return f'"{key}" is {got}, not a number of bytes'
         if not _off(got, want, EXACT):
             return None
-        return f'"{key}" is {_b(got)}, expected {_b(want)} ({what}).{_bytes_hint(got, want)}{hints(got, want)}'
+        hint = ""
+        if abs(got * 4 - want) <= EXACT * want:
+            hint = " That is a quarter of it: you counted elements, not bytes; multiply by p.element_size() (4 for"
+            hint += " float32)."
+        elif half and abs(2 * got - want) <= EXACT * want:
+            hint = half
+        elif got == 0:
+            hint = zero
+        return f'"{key}" is {_b(got)}, expected {_b(want)} ({what}).{hint}'
 
     return why
 
 
 def parameters(facts: Facts) -> Outcome:
-    why = _exact("parameters", "the bytes of every parameter", lambda got, want: "")
+    why = _exact("parameters", "the bytes of every parameter")
     return _judge(facts, why, "the parameter bytes are right for both models")
 
 
 def gradients(facts: Facts) -> Outcome:
-    def hints(got: float, want: float) -> str:
-        if got == 0:
-            return " Training keeps one gradient per trainable parameter, of its size and dtype: count them."
-        return ""
-
-    why = _exact("gradients", "one .grad per trainable parameter after backward", hints)
+    zero = " Training keeps one gradient per trainable parameter, of its size and dtype: count them."
+    why = _exact("gradients", "one .grad per trainable parameter after backward", zero)
     return _judge(facts, why, "the gradient bytes are right for both models")
 
 
 def optimizer_state(facts: Facts) -> Outcome:
-    def hints(got: float, want: float) -> str:
-        if abs(2 * got - want) <= EXACT * want:
-            return (
-                " That is half: AdamW keeps TWO moments per parameter, exp_avg and exp_avg_sq, each the size"
-                " of the parameter, so its state is twice the parameters' bytes."
-            )
-        if got == 0:
-            return " AdamW keeps exp_avg and exp_avg_sq for every trainable parameter: count them."
-        return ""
-
-    why = _exact("optimizer_state", "exp_avg and exp_avg_sq after one AdamW step", hints)
+    why = _exact(
+        "optimizer_state",
+        "exp_avg and exp_avg_sq after one AdamW step",
+        zero=" AdamW keeps exp_avg and exp_avg_sq for every trainable parameter: count them.",
+        half=" That is half: AdamW keeps TWO moments per parameter, exp_avg and exp_avg_sq, each the size of the"
+        " parameter, so its state is twice the parameters' bytes.",
+    )
     return _judge(facts, why, "AdamW's state bytes are right for both models")
 
 
@@ -232,46 +212,44 @@ def activations(facts: Facts) -> Outcome:
     )
 
 
+def _saving_problem(plain: Pair, ckpt: Pair) -> str | None:
+    """What is wrong with the saving the student's two activation estimates of one model show, or None."""
+    got_plain, got_ckpt = plain.value("activations"), ckpt.value("activations")
+    if plain.problem or ckpt.problem:
+        return plain.problem or ckpt.problem
+    if isinstance(got_plain, str) or isinstance(got_ckpt, str):
+        return '"activations" is not a number of bytes'
+    before, after = plain.want["activations"], ckpt.want["activations"]
+    if not got_ckpt < got_plain:
+        return (
+            f"with checkpointing your activation estimate is {_b(got_ckpt)}, not less than without ({_b(got_plain)});"
+            f" measured, checkpointing saves {_b(before - after)} ({(before - after) / before:.0%}). Estimate with"
+            " model.checkpointing set to the flag"
+        )
+    if _off(got_plain - got_ckpt, before - after, REDUCTION):
+        return (
+            f"your estimates say checkpointing saves {_b(got_plain - got_ckpt)} ({_b(got_plain)} -> {_b(got_ckpt)}),"
+            f" measured it saves {_b(before - after)} ({_b(before)} -> {_b(after)}); they must agree within"
+            f" {REDUCTION:.0%}"
+        )
+    return None
+
+
 def checkpointing(facts: Facts) -> Outcome:
-    total = good = 0
-    failures: list[str] = []
+    tally = tallies.Tally()
     data: dict[str, Any] = {}
     for g in facts.groups:
         for i, case in enumerate(g.cases):
-            total += 1
             plain, ckpt = (Pair(case, v, result(g, i, 0)) for v, _ in VARIANTS)
-            want = plain.want["activations"] - ckpt.want["activations"]
-            problem = plain.problem or ckpt.problem
-            got_plain, got_ckpt = plain.value("activations"), ckpt.value("activations")
-            data[case.label] = {"measured_saving": want, "estimated": [got_plain, got_ckpt]}
-            if problem is None and (isinstance(got_plain, str) or isinstance(got_ckpt, str)):
-                problem = '"activations" is not a number of bytes'
-            if problem is None:
-                assert isinstance(got_plain, float | int) and isinstance(got_ckpt, float | int)
-                saving = got_plain - got_ckpt
-                if not got_ckpt < got_plain:
-                    problem = (
-                        f"with checkpointing your activation estimate is {_b(got_ckpt)}, not less than without"
-                        f" ({_b(got_plain)}); measured, checkpointing saves {_b(want)}"
-                        f" ({want / plain.want['activations']:.0%}). Estimate with model.checkpointing set to the flag"
-                    )
-                elif _off(saving, want, REDUCTION):
-                    problem = (
-                        f"your estimates say checkpointing saves {_b(saving)} ({_b(got_plain)} -> {_b(got_ckpt)}),"
-                        f" measured it saves {_b(want)} ({_b(plain.want['activations'])} ->"
-                        f" {_b(ckpt.want['activations'])}); they must agree within {REDUCTION:.0%}"
-                    )
-            if problem is None:
-                good += 1
-            else:
-                failures.append(f"{case.label}: {problem}")
-    if not total:
-        return Outcome(False, "no cases were run for this check", fraction=0.0)
-    if failures:
-        return Outcome(False, "; ".join(failures) + ".", data, fraction=good / total)
-    return Outcome(
-        True, "checkpointing reduces your activation estimates as much as it reduces the measured bytes", data
-    )
+            saving = plain.want["activations"] - ckpt.want["activations"]
+            data[case.label] = {
+                "measured_saving": saving,
+                "estimated": [plain.value("activations"), ckpt.value("activations")],
+            }
+            problem = _saving_problem(plain, ckpt)
+            tally.add(problem and f"{case.label}: {problem}")
+    success = "checkpointing reduces your activation estimates as much as it reduces the measured bytes"
+    return tally.outcome(success, data, shown=len(tally.problems))
 
 
 def total_(facts: Facts) -> Outcome:

@@ -82,14 +82,8 @@ def build_model(config: dict[str, Any]) -> TwoTowerModel | CheckpointedTransform
     with torch.random.fork_rng(devices=[]):  # leaves the caller's random state alone
         torch.manual_seed(int(config["seed"]))
         if config["model"] == "TwoTowerModel":
-            return TwoTowerModel(int(config["users"]), int(config["items"]), int(config["dim"]), int(config["hidden"]))
-        return CheckpointedTransformer(
-            int(config["vocab"]),
-            int(config["dim"]),
-            int(config["heads"]),
-            int(config["layers"]),
-            int(config["context"]),
-        )
+            return TwoTowerModel(*(int(config[k]) for k in ("users", "items", "dim", "hidden")))
+        return CheckpointedTransformer(*(int(config[k]) for k in ("vocab", "dim", "heads", "layers", "context")))
 
 
 def make_batch(config: dict[str, Any]) -> torch.Tensor:
@@ -170,9 +164,9 @@ def _figures(estimate: Any) -> dict[str, Any]:
 def estimate(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """Calls the student's function with and without checkpointing, each on a fresh model; returns both."""
     config = dict(inputs)
-    result: dict[str, Any] = {"estimate": {}}
-    for name, flag in (("plain", False), ("checkpointed", True)):
-        model = build_model(config)
-        batch = make_batch(config)
-        result["estimate"][name] = _figures(submission.estimate_memory_consumption(model, batch, flag))
-    return result
+    return {
+        "estimate": {
+            name: _figures(submission.estimate_memory_consumption(build_model(config), make_batch(config), flag))
+            for name, flag in (("plain", False), ("checkpointed", True))
+        }
+    }

@@ -3,31 +3,27 @@
 Never mounted into the sandbox. Values are judged against ``driver.reference`` (single-process
 training on the whole global batch), run here on this lab's own copy of the public driver.
 
-The buckets are judged from the kernel's byte counts alone: on this torch's gloo, an all-reduce of
+The buckets are judged from the kernel's byte counts alone. On this torch's gloo, an all-reduce of
 S bytes (S >= ~800) costs each rank 2(N-1)/N x S bytes of payload plus exactly 576 (N-1) bytes of
-framing, whatever S is (measured on 2, 3 and 4 ranks for 100 to 100,000 float64 elements; issued
+framing, whatever S is (measured on 2, 3 and 4 ranks for 100 to 100,000 float64 elements, issued
 synchronously or not), so the framing counts the all-reduces. Only bytes between ranks count: the
-driver's step barrier goes through the group's store, whose traffic is not an all-reduce.
+driver's step barrier goes through the group's store.
 
-A tiny all-reduce is framed less: gloo's ring splits k elements into 2N chunks of ceil(k / 2N)
-elements and frames only the non-empty ones, so an all-reduce of k elements costs the ranks, on
-average, 576 (N-1) x f(k, N) bytes of framing each, with chunk = ceil(k / 2N) and
-f = ceil(k / chunk) / 2N (f = 1 for large k; 1/2N for one element; 1/N for two: 0.5, 0.333 and 0.25
-on 2, 3 and 4 ranks; measured for 1, 2, 3, 5 and 9 elements on 2, 3 and 4 ranks: the mean over the
-ranks is exactly f). Which ranks send the few framed chunks is uneven: with the reference's buckets,
-each rank's count is within 0.1 of the buckets' sum on 3 and 4 ranks (on 3 ranks it reads 1.25, 1.32
-and 1.43 for 1 + 1/3) and exact on 2, the mean over the ranks within 0.001, all well inside the
-tolerance of 0.5 / STEPS per step.
+A tiny all-reduce is framed less: gloo's ring splits k elements into 2N chunks of
+chunk = ceil(k / 2N) elements and frames only the non-empty ones, so the ranks pay on average
+576 (N-1) x f bytes, f = ceil(k / chunk) / 2N (1 for large k, 1/2N for one element, 1/N for two;
+measured for 1, 2, 3, 5 and 9 elements on 2, 3 and 4 ranks: the mean over the ranks is exactly f).
+The ranks share the few framed chunks unevenly: with the reference's buckets each rank's count is
+within 0.1 of the buckets' sum on 3 and 4 ranks (1.25, 1.32 and 1.43 for 1 + 1/3 on 3) and exact
+on 2, the mean within 0.001: well inside the tolerance of 0.5 / STEPS per step.
 
-The model starts with a 1 -> 1 Linear, whose weight and bias (one element each, 16 bytes together)
-every cap leaves alone in the last bucket by both accepted rules, so the framing per step of a right
-bucketing, the sum of f over its buckets, is k - 1 + 1/N for k buckets: never a whole number. One
-flat buffer sent as k large slices (after backward, say) frames k whole all-reduces, and fails.
+The model starts with a 1 -> 1 Linear (16 bytes of gradients) that every cap leaves alone in the
+last bucket by both accepted rules, so a right bucketing of k buckets frames k - 1 + 1/N per step,
+never a whole number: one flat buffer sent as k large slices (after backward, say) fails.
 
-When each all-reduce was issued (during backward, by the time the next gradient was ready, without
-the hook waiting for it) is only known from the driver's timeline, counted inside the rank, where
-the student's code can rewrite it. No trusted fact sees it (the wire has no clock of the backward
-pass), so the overlap check is feedback and carries no points.
+When each all-reduce was issued is known only from the driver's timeline, counted inside the rank,
+where the student's code can rewrite it; the wire has no clock of the backward pass. So the
+overlap check is feedback and carries no points.
 """
 
 from __future__ import annotations
@@ -36,19 +32,20 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, load_public, result, training
+from labs.authoring import Case, Facts, Outcome, load_public, result, training, wire
 
 # 12,594 float64 parameters: 98.4 KiB of gradients per step. The first layer (1 -> 1, a learnable scale and shift of
 # the single input feature) is 16 bytes of gradients, which every cap below leaves alone in the last bucket.
 DIMS = [1, 1, 48, 64, 64, 64, 16]
 BATCH = 24  # global batch: equal shards on 2, 3 and 4 ranks
 STEPS = 3
-LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 0.01
+HYPER = {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01}
 # The bucket cap per world size (bytes): 4, 2 and 6 buckets by DDP's rule (see assign()), 6, 2 and 10 never over the
 # cap; by both rules the last bucket is [0.bias, 0.weight] alone (of all caps over 391 bytes, only these three do so).
 CAPS = {2: 25_856, 3: 100_736, 4: 768}
 TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ by ~1e-16
 FRAMING = 576  # bytes per rank per all-reduce, times (N - 1), on top of the payload (see above)
+DRIVER = load_public(__file__, "driver")
 
 
 def framed(elements: int, world_size: int) -> float:
@@ -80,17 +77,12 @@ def assign(sizes: list[tuple[str, int]], cap: int, *, never_over: bool) -> list[
 
 def candidates(inputs: dict[str, Any]) -> list[list[list[str]]]:
     """The accepted bucket assignments for these inputs: DDP's rule first."""
-    driver = load_public(__file__, "driver")
-    model = driver.build_model(0, list(inputs["dims"]))
+    model = DRIVER.build_model(0, list(inputs["dims"]))
     sizes = [(n, p.numel() * p.element_size()) for n, p in model.named_parameters()]
     cap = int(inputs["bucket_cap_bytes"])
     out = [assign(sizes, cap, never_over=False)]
     other = assign(sizes, cap, never_over=True)
     return out + ([other] if other != out[0] else [])
-
-
-def _judge(facts: Facts, check: str, hint: training.Hint) -> Outcome:
-    return training.judge(facts, check, hint, success="single-process training")
 
 
 def ranks_identical(facts: Facts) -> Outcome:
@@ -99,20 +91,10 @@ def ranks_identical(facts: Facts) -> Outcome:
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    driver = load_public(__file__, "driver")
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     cap = CAPS.get(world_size, CAPS[2])
-    inputs = {
-        "seed": seed,
-        "dims": DIMS,
-        "batch": BATCH,
-        "steps": STEPS,
-        "lr": LR,
-        "momentum": MOMENTUM,
-        "weight_decay": WEIGHT_DECAY,
-        "bucket_cap_bytes": cap,
-    }
-    expected = driver.reference(inputs)
+    inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, **HYPER, "bucket_cap_bytes": cap}
+    expected = DRIVER.reference(inputs)
     label = f"{STEPS} SGD steps of an MLP {'-'.join(map(str, DIMS))}, bucket cap {cap} bytes"
     per_rank = [dict(inputs) for _ in range(world_size)]
     return [
@@ -135,11 +117,10 @@ def _rounded(a: Any, b: torch.Tensor) -> bool:
 
 def _local_gradients(inputs: dict[str, Any], rank: int, world_size: int) -> dict[str, torch.Tensor]:
     """This rank's own shard gradients in the first step (what it has before any averaging)."""
-    driver = load_public(__file__, "driver")
     dims = list(inputs["dims"])
-    model = driver.build_model(int(inputs["seed"]), dims)
-    x, y = driver.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
-    xs, ys = driver.shard(x, rank, world_size), driver.shard(y, rank, world_size)
+    model = DRIVER.build_model(int(inputs["seed"]), dims)
+    x, y = DRIVER.make_batch(int(inputs["seed"]) + 1, dims, int(inputs["batch"]))
+    xs, ys = DRIVER.shard(x, rank, world_size), DRIVER.shard(y, rank, world_size)
     torch.nn.functional.mse_loss(model(xs), ys).backward()
     return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
 
@@ -183,18 +164,18 @@ def _gradient_hint(g: Any, i: int, case: Case, rank: int) -> str:
     )
 
 
-def gradients(facts: Facts) -> Outcome:
-    return _judge(facts, "gradients", _gradient_hint)
-
-
 _parameter_hint = training.later_step_hint(
     f": every one of the {STEPS} steps gets new .grad tensors (the driver sets them to None), so find each"
     " bucket's gradients anew in every backward pass and reset what counts the ready gradients in finish()."
 )
 
 
+def gradients(facts: Facts) -> Outcome:
+    return training.judge(facts, "gradients", _gradient_hint, success="single-process training")
+
+
 def parameters(facts: Facts) -> Outcome:
-    return _judge(facts, "parameters", _parameter_hint)
+    return training.judge(facts, "parameters", _parameter_hint, success="single-process training")
 
 
 def _describe(bucket: list[str], nbytes: dict[str, int]) -> str:
@@ -256,13 +237,6 @@ def _rule(case: Case, options: list[list[list[str]]], nbytes: dict[str, int]) ->
     )
 
 
-def sent_to_ranks(wire: dict[str, Any], rank: int, world_size: int) -> int:
-    """Bytes ``rank`` sent to the other ranks of its group (kernel counts); traffic to the group's store is not
-    an all-reduce's."""
-    peers = wire["sent"].get(str(rank), {})
-    return sum(int(peers.get(str(p), 0)) for p in range(world_size) if p != rank)
-
-
 def _framing(buckets: list[list[str]], nbytes: dict[str, int], world_size: int) -> float:
     """The framing per step of one all-reduce per bucket, in large all-reduces (every parameter is float64)."""
     return sum(framed(sum(nbytes[n] for n in b) // 8, world_size) for b in buckets)
@@ -290,19 +264,15 @@ def _small(buckets: list[list[str]], nbytes: dict[str, int], world_size: int) ->
 
 def _mistakes(inputs: dict[str, Any], nbytes: dict[str, int], world_size: int) -> dict[str, float]:
     """The framing per step (in large all-reduces) that some usual mistakes give, by what the mistake is."""
-    sizes = list(nbytes.items())
-    cap = int(inputs["bucket_cap_bytes"])
+    sizes, cap = list(nbytes.items()), int(inputs["bucket_cap_bytes"])
     elements = [(n, b // 8) for n, b in sizes]  # every parameter is float64
-    return {
-        "one bucket for the whole model": _framing([list(nbytes)], nbytes, world_size),
-        "comparing the cap with numel() instead of bytes": _framing(
-            assign(elements, cap, never_over=False), nbytes, world_size
-        ),
-        "filling the buckets in model.parameters() order": _framing(
-            assign(sizes[::-1], cap, never_over=False), nbytes, world_size
-        ),
-        "one all-reduce per parameter": _framing([[n] for n in nbytes], nbytes, world_size),
+    bucketings = {
+        "one bucket for the whole model": [list(nbytes)],
+        "comparing the cap with numel() instead of bytes": assign(elements, cap, never_over=False),
+        "filling the buckets in model.parameters() order": assign(sizes[::-1], cap, never_over=False),
+        "one all-reduce per parameter": [[n] for n in nbytes],
     }
+    return {what: _framing(buckets, nbytes, world_size) for what, buckets in bucketings.items()}
 
 
 def _guess(count: float, expected: list[float], inputs: dict[str, Any], nbytes: dict[str, int], n: int) -> str:
@@ -329,14 +299,14 @@ def buckets(facts: Facts) -> Outcome:
     good = total = 0
     for g, i, case in training.cases_judging(facts, "gradients"):
         total += 1
-        n, wire = g.world_size, g.wire.get(i)
-        if wire is None or not training.finished(g, i):
+        n = g.world_size
+        if i not in g.wire or not training.finished(g, i):
             unfinished.append(str(n))
             continue
         nbytes = _sizes(case)
         size, frame = sum(nbytes.values()), FRAMING * (n - 1)
         payload = STEPS * 2 * (n - 1) * size / n
-        sent = [sent_to_ranks(wire, r, n) for r in range(n)]
+        sent = wire.sent(g.wire[i], n, peers_only=True)  # the group's store carries no all-reduce
         counts = [(s - payload) / frame / STEPS for s in sent]
         options = candidates(case.inputs[0])
         expected = [_framing(k, nbytes, n) for k in options]
@@ -384,16 +354,11 @@ def buckets(facts: Facts) -> Outcome:
         advice = [a for a in dict.fromkeys(a for _, a in problems) if a] + rules[:1]
         message = "; ".join(w for w, _ in problems[:3]) + "." + "".join(f" {a}." for a in advice)
         return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
-    note = ""
-    if not gradients(facts).passed:
-        note = " (the buckets are right, although the values are not: see the other checks)"
-    return Outcome(
-        True,
-        "one all-reduce per bucket on every rank: the framing on the wire is what the expected buckets give"
-        f" (wire bytes){note}",
-        data,
-        1.0,
+    right = "one all-reduce per bucket on every rank: the framing on the wire is what the expected buckets give"
+    note = (
+        "" if gradients(facts).passed else " (the buckets are right, although the values are not: see the other checks)"
     )
+    return Outcome(True, f"{right} (wire bytes){note}", data, 1.0)
 
 
 def _issue_points(r: int, steps: list[dict[str, Any]], chosen: list[list[str]]) -> tuple[str, str] | None:
@@ -423,7 +388,7 @@ def _nth(k: int) -> str:
 
 
 LATE = (
-    " Issue each bucket's all-reduce with async_op=True from the hook of its last gradient, while backward goes"
+    "Issue each bucket's all-reduce with async_op=True from the hook of its last gradient, while backward goes"
     " on, and only wait() for the works in finish()."
 )
 FEEDBACK = " This check is feedback: it is measured inside your own process, so it cannot count (no points either way)."
@@ -460,8 +425,7 @@ def overlap(facts: Facts) -> Outcome:
             }
             if why:
                 continue
-            count = int(steps[0].get("finish", -1))
-            chosen = next((k for k in options if len(k) == count), options[0])
+            chosen = next((k for k in options if len(k) == int(steps[0].get("finish", -1))), options[0])
             early = _issue_points(r, steps, chosen)
             if early:
                 why = early[0]
@@ -470,7 +434,7 @@ def overlap(facts: Facts) -> Outcome:
                 continue
             why = _late(r, steps, options)
             if why:
-                advice.append(LATE.strip())
+                advice.append(LATE)
         data[f"world_size_{n}"] = {"expected_buckets": len(options[0]), "ranks": seen}
         if why:
             problems.append(f"world size {n}, {why}")
@@ -484,13 +448,8 @@ def overlap(facts: Facts) -> Outcome:
         tips = "".join(f" {a}" for a in [*dict.fromkeys(advice), *rules[:1]])
         message = "; ".join(problems[:2]) + "." + tips + FEEDBACK
         return Outcome(False, message[0].upper() + message[1:], data, fraction=good / total)
-    return Outcome(
-        True,
-        "every bucket's all-reduce was issued during backward, as soon as its last gradient was ready, and no hook"
-        " waited for it." + FEEDBACK,
-        data,
-        1.0,
-    )
+    right = "every bucket's all-reduce was issued during backward, as soon as its last gradient was ready"
+    return Outcome(True, f"{right}, and no hook waited for it.{FEEDBACK}", data, 1.0)
 
 
 def _late(r: int, steps: list[dict[str, Any]], options: list[list[list[str]]]) -> str | None:

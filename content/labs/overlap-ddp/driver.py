@@ -1,28 +1,22 @@
 """Public driver for overlap-ddp: the training loop every rank runs around your code.
 
-Not secret: read it to see exactly what the grader does. Each rank builds the same
-model and the same ``torch.optim.SGD`` (momentum) from the seed it is given, wraps the
-model in your ``OverlappingDDP(model, bucket_cap_bytes)``, and then, each step: clears
-the gradients, runs the forward pass and ``loss.backward()`` on its equal shard of the
-global batch, calls your ``finish()`` and takes the optimizer step.
+Not secret: read it to see exactly what the grader does. Each rank builds the same model and
+``torch.optim.SGD`` (momentum) from the seed it is given, wraps the model in your
+``OverlappingDDP(model, bucket_cap_bytes)`` and, each step: clears the gradients, runs the forward
+pass and ``loss.backward()`` on its equal shard of the global batch, calls your ``finish()`` and
+steps the optimizer. What counts is judged outside your code: the gradients and parameters
+``train`` returns, against single-process training on the whole global batch, and the bytes each
+rank sends to the others, counted by the kernel.
 
-It also watches *when* your all-reduces are issued, for the overlap feedback (it runs
-inside your process, so it earns no points), without wrapping anything of yours or of
-torch: right after constructing your object it registers its own
-post-accumulate-grad hook on every parameter. Hooks on a tensor run in the order they
-were registered, so each of its hooks runs right after yours for the same parameter and
-reads how many collectives this rank has issued so far (the process groups' own
-sequence numbers, which every collective advances when it is issued).
-
-And it checks that your hooks do not wait for their all-reduces: the ranks start each
-step together (through the process group's key-value store, which sends nothing on the
-gloo connections), and rank 0 holds its backward pass at its first gradient until every
-other rank has finished its own. An all-reduce issued with ``async_op=True`` lets them
-finish (it completes later, once rank 0 joins in); one that blocks in a hook cannot
-complete without rank 0, so that rank's backward never ends, and rank 0 gives up after
-``HOLD_S`` seconds and says so. What counts is judged outside your code: the gradients
-and parameters ``train`` returns, against single-process training on the whole global
-batch, and the bytes each rank sends to the others, counted by the kernel.
+For the overlap feedback (inside your process, so no points) it watches *when* your all-reduces
+are issued, wrapping nothing: right after your constructor it registers its own
+post-accumulate-grad hook on every parameter, which runs right after yours (hooks run in the order
+they were registered) and reads how many collectives this rank has issued (the process groups'
+sequence numbers). And it checks that your hooks do not wait for their all-reduces: the ranks start
+each step together (through the group's key-value store, which sends nothing on the gloo
+connections), and rank 0 holds its backward pass at its first gradient until every other rank has
+finished its own. An all-reduce issued with ``async_op=True`` lets them finish (it completes once
+rank 0 joins in); one that blocks in a hook never can, and rank 0 says so after ``HOLD_S`` seconds.
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, result, rules
+from labs.authoring import Case, Facts, Outcome, case_failure, result, tallies, training
 
 DIMS = [64, 128, 64, 16]  # 17,616 float32 parameters: 70.5 KB per rank
 LIMIT = 4096  # bytes a rank may send in one call: a fingerprint fits many times, the model never
@@ -30,14 +31,7 @@ def shapes() -> dict[str, tuple[int, ...]]:
     return out
 
 
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-MODEL_BYTES = 4 * sum(_numel(s) for s in shapes().values())
+MODEL_BYTES = 4 * sum(math.prod(s) for s in shapes().values())
 
 
 def _draw(gen: torch.Generator, high: int) -> int:
@@ -64,7 +58,7 @@ def model(key: bytes) -> dict[str, torch.Tensor]:
     out = {}
     for k, (name, shape) in enumerate(shapes().items()):
         bound = DIMS[k // 2] ** -0.5
-        values = _stream(key + name.encode(), _numel(shape)) * 2 * bound - bound
+        values = _stream(key + name.encode(), math.prod(shape)) * 2 * bound - bound
         out[name] = values.to(torch.float32).view(shape)
     return out
 
@@ -86,15 +80,16 @@ def changed(common: dict[str, torch.Tensor], change: dict[str, Any]) -> dict[str
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    names = list(shapes())
+    shape = shapes()
+    names = list(shape)
     secret = _draw(gen, 2**62).to_bytes(8, "little")
     # The one-ulp change is never in the first parameter (so checking that one alone misses it);
     # the swap is in one of the weight matrices, between two unequal elements.
     ulp_param = names[1 + _draw(gen, len(names) - 1)]
-    ulp = {"kind": "ulp", "param": ulp_param, "at": _draw(gen, _numel(shapes()[ulp_param])), "up": bool(_draw(gen, 2))}
+    ulp = {"kind": "ulp", "param": ulp_param, "at": _draw(gen, math.prod(shape[ulp_param])), "up": bool(_draw(gen, 2))}
     weights = [n for n in names if n.endswith("weight")]
     swap_param = weights[_draw(gen, len(weights))]
-    size = _numel(shapes()[swap_param])
+    size = math.prod(shape[swap_param])
     i = _draw(gen, size)
     swap = {"kind": "swap", "param": swap_param, "at": i, "other": (i + 1 + _draw(gen, size - 1)) % size}
     plan = [
@@ -125,15 +120,6 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     return out
 
 
-def _calls(facts: Facts) -> list[tuple[Any, int, Case]]:
-    return [(g, i, c) for g in facts.groups for i, c in enumerate(g.cases) if c.judges("answers")]
-
-
-def _answer(g: Any, i: int, r: int) -> Any:
-    got = result(g, i, r)
-    return got.get("in_sync") if isinstance(got, dict) else None
-
-
 def _change(case: Case) -> dict[str, Any] | None:
     """What differs between the ranks' copies in ``case``: {"kind": "ulp" or "swap", "param": name}, or None."""
     base = case.inputs[0]["params"]
@@ -150,7 +136,7 @@ def _answer_hint(g: Any, i: int, case: Case, got: Any) -> str:
     if not isinstance(got, bool):
         return " params_in_sync must return a Python bool (or a one-element bool tensor)."
     want = case.expected[0]["in_sync"]
-    if any(_answer(g, i, r) is want for r in range(g.world_size)):
+    if any(tallies.said(g, i, r, "in_sync") is want for r in range(g.world_size)):
         return (
             " Other ranks answered this call right: every rank must learn every other rank's fingerprint"
             " (see the agreement check)."
@@ -174,109 +160,60 @@ def _answer_hint(g: Any, i: int, case: Case, got: Any) -> str:
     )
 
 
-def answers(facts: Facts) -> Outcome:
-    total = passed = 0
-    first: str | None = None
-    wrong_where: list[str] = []
-    for g, i, case in _calls(facts):
-        for r in range(g.world_size):
-            total += 1
-            why = case_failure(g, i, r, part="answers")
-            if why is None:
-                passed += 1
-                continue
-            wrong_where.append(f"world size {g.world_size}: {case.label}")
-            if first is None:
-                got = _answer(g, i, r)
-                want = case.expected[r]["in_sync"]
-                if result(g, i, r) is None:
-                    first = f"{g.name}, rank {r}, {case.label}: {why}."
-                else:
-                    shown = got if isinstance(got, bool) else f"{got!r}"
-                    first = f"{g.name}, rank {r}, {case.label}: returned {shown}, expected {want}." + _answer_hint(
-                        g, i, case, got
-                    )
-    data: dict[str, Any] = {"rank_calls": total, "passed": passed}
-    if not total:
-        return Outcome(False, "no calls were run for this check", data, fraction=0.0)
-    if first is None:
-        return Outcome(True, f"all {total} answers right (every rank, every call)", data, fraction=1.0)
-    calls = sorted(set(wrong_where))
-    data["wrong_calls"] = calls
-    more = f" Wrong in {len(calls)} call{'s' if len(calls) > 1 else ''} in all." if len(calls) > 1 else ""
-    return Outcome(False, f"{first}{more} [{passed} of {total} right]", data, fraction=passed / total)
+answers, agreement = tallies.bool_rules(
+    "answers",
+    "in_sync",
+    _answer_hint,
+    advice="A rank that only compares itself with rank 0 cannot know about the others: reduce the fingerprints"
+    " so that every rank sees the same result (all_reduce with MAX and with MIN, or all_gather) and decide from that",
+)
 
 
-def agreement(facts: Facts) -> Outcome:
-    return rules.same_answer_everywhere(
-        _calls(facts),
-        _answer,
-        values_check="answers",
-        advice="A rank that only compares itself with rank 0 cannot know about the others: reduce the"
-        " fingerprints so that every rank sees the same result (all_reduce with MAX and with MIN, or all_gather)"
-        " and decide from that",
-    )
-
-
-def _more(problems: list[str]) -> str:
-    n = len(problems) - 1
-    return f" ({n} more call{'s' if n > 1 else ''} like this)" if n else ""
+def _bytes_problem(g: Any, i: int, sent: list[int]) -> str | None:
+    over = [(r, s) for r, s in enumerate(sent) if s > LIMIT]
+    if over:
+        r, s = over[0]
+        if s > MODEL_BYTES // 10:
+            advice = (
+                f"{s / MODEL_BYTES:.0%} of the model's {MODEL_BYTES:,} bytes: the parameters went on the wire."
+                " Send a fixed-size fingerprint (a few numbers) instead"
+            )
+        else:
+            advice = (
+                "gloo adds a few hundred bytes per collective, so one collective per parameter tensor (or"
+                " a fingerprint that grows with the model) costs more as the model grows. Fold every"
+                " parameter into one fixed-size fingerprint and exchange it in one or two collectives"
+            )
+        return f"rank {r} sent {s:,} bytes, over the {LIMIT:,}-byte limit: {advice}"
+    if 0 in sent:
+        return (
+            f"rank {sent.index(0)} sent nothing. Every rank must share its fingerprint, or the others cannot know"
+            " that its copy differs"
+        )
+    if any(case_failure(g, i, r, part="answers") for r in range(g.world_size)):
+        return (
+            "the bytes are within the limit, but not every rank answered right (see the answers check), and"
+            " bytes count only for a call whose answers are right"
+        )
+    return None
 
 
 def communication(facts: Facts) -> Outcome:
-    good = total = 0
-    problems: list[str] = []
+    tally = tallies.Tally(unit="call", empty="no measured call")
     data: dict[str, Any] = {"limit_bytes_per_rank": LIMIT, "model_bytes": MODEL_BYTES}
-    for g, i, case in _calls(facts):
-        if not case.measure:
+    most = 0
+    for g, i, case in training.cases_judging(facts, "answers"):
+        wire, n = g.wire.get(i), g.world_size
+        if wire is None or any(result(g, i, r) is None for r in range(n)):
+            tally.add(f"{g.name}, {case.label}: the call did not finish on every rank, so its bytes say nothing")
             continue
-        total += 1
-        wire = g.wire.get(i)
-        finished = all(result(g, i, r) is not None for r in range(g.world_size))
-        if wire is None or not finished:
-            problems.append(f"{g.name}, {case.label}: the call did not finish on every rank, so its bytes say nothing")
-            continue
-        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(g.world_size)]
-        data.setdefault(f"world_size_{g.world_size}", {})[case.label] = sent
-        over = [(r, s) for r, s in enumerate(sent) if s > LIMIT]
-        silent = [r for r, s in enumerate(sent) if s == 0]
-        if over:
-            r, s = over[0]
-            if s > MODEL_BYTES // 10:
-                advice = (
-                    f"{s / MODEL_BYTES:.0%} of the model's {MODEL_BYTES:,} bytes: the parameters went on the wire."
-                    " Send a fixed-size fingerprint (a few numbers) instead"
-                )
-            else:
-                advice = (
-                    "gloo adds a few hundred bytes per collective, so one collective per parameter tensor (or"
-                    " a fingerprint that grows with the model) costs more as the model grows. Fold every"
-                    " parameter into one fixed-size fingerprint and exchange it in one or two collectives"
-                )
-            problems.append(
-                f"{g.name}, {case.label}: rank {r} sent {s:,} bytes, over the {LIMIT:,}-byte limit: {advice}"
-            )
-        elif silent:
-            problems.append(
-                f"{g.name}, {case.label}: rank {silent[0]} sent nothing. Every rank must share its fingerprint,"
-                " or the others cannot know that its copy differs"
-            )
-        elif any(case_failure(g, i, r, part="answers") for r in range(g.world_size)):
-            problems.append(
-                f"{g.name}, {case.label}: the bytes are within the limit, but not every rank answered right (see"
-                " the answers check), and bytes count only for a call whose answers are right"
-            )
-        else:
-            good += 1
-    if not total:
-        return Outcome(False, "no measured call", data, fraction=0.0)
-    if problems:
-        more = _more(problems)
-        message = f"{problems[0]}{more}."
-        return Outcome(False, message, data, fraction=good / total)
-    most = max(max(v) for k, w in data.items() if k.startswith("world_size_") for v in w.values())
-    message = f"every rank sent between 1 and {most:,} bytes per call, under the {LIMIT:,}-byte limit"
-    return Outcome(True, message, data, fraction=1.0)
+        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
+        data.setdefault(f"world_size_{n}", {})[case.label] = sent
+        problem = _bytes_problem(g, i, sent)
+        tally.add(problem and f"{g.name}, {case.label}: {problem}")
+        most = max(most, *sent)
+    success = f"every rank sent between 1 and {most:,} bytes per call, under the {LIMIT:,}-byte limit"
+    return tally.outcome(success, data)
 
 
 RULES = {"answers": answers, "agreement": agreement, "communication": communication}

@@ -46,8 +46,7 @@ def answer(value: Any) -> bool | str:
         return bool(value.item())
     if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and value.dtype.kind == "b":
         return bool(value)  # numpy.bool_, e.g. from (a == b).all() on arrays
-    text = repr(value)
-    return f"not a bool: {type(value).__name__} {text[:60]}"
+    return f"not a bool: {type(value).__name__} {repr(value)[:60]}"
 
 
 def check(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -1,21 +1,16 @@
 """Public driver for pipeline-gpipe: what every rank (one pipeline stage) runs around your code.
 
 Not secret: read it to see exactly what the grader does. The model is a float64 MLP
-``Linear, Tanh, Linear, Tanh, ..., Linear``; rank r of N holds linear layers
-``[r L/N, (r + 1) L/N)`` (each with the Tanh after it, except the model's last layer) and is
-given their parameters and no others (``inputs["params"]``, drawn by the grader for this stage
-alone). Rank 0 is given the batch, the last rank the targets, and no other rank either; every
-rank calls your ``gpipe_step(stage, inputs, targets, num_micro_batches, activation_shape,
-loss_fn)`` once per run. So the losses and the gradients can only be right if the activations
-and their gradients crossed the wire between the stages. What it returns is compared, outside
+``Linear, Tanh, ..., Linear``; rank r of N holds linear layers ``[r L/N, (r + 1) L/N)`` (each with
+the Tanh after it, but the last) and is given their parameters only. Rank 0 alone is given the
+batch, the last rank alone the targets, so the losses and gradients can only be right if the
+activations and their gradients crossed the wire. What ``gpipe_step`` returns is compared, outside
 your code, with the unsplit model on one process.
 
-The stage records what it was asked to do: each forward call and each backward pass through it
-(the rows of the micro-batch), and how long they took. That record is made inside your process,
-so it is shown (the bubble chart), never scored. In the timed runs the stage also *simulates* a
-GPU's compute time with a sleep proportional to the micro-batch's rows (the backward twice the
-forward), so that N stages overlap (or wait for each other) the way N devices would, even on a
-grading machine with fewer cores than ranks. The sleep changes no value.
+The stage records each forward call and backward pass through it, and how long they took: made
+inside your process, that record is shown (the bubble chart), never scored. In the timed runs the
+stage *simulates* a GPU's compute with a sleep proportional to the rows (the backward twice the
+forward), so that N stages overlap the way N devices would on any machine. It changes no value.
 """
 
 from __future__ import annotations
@@ -152,14 +147,12 @@ def run(m: int) -> str:
 
 
 def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Your ``gpipe_step`` on this rank's stage, once for each M in ``inputs["micro_batches"]``.
+    """Your ``gpipe_step`` on a fresh stage (no ``.grad``), once for each M in ``inputs["micro_batches"]``.
 
-    Each run starts from a fresh stage (no ``.grad``). Returns, per run (dicts keyed ``"M=1"``,
-    ``"M=2"``, ...): ``losses`` (the last stage's M losses as a float64 tensor; a
-    fixed string on the other ranks), ``grads`` (every parameter's ``.grad`` by its name in the
-    unsplit model), ``events`` (the stage's forward and backward record) and ``timing`` (start and
-    end of the call on the monotonic clock, and the seconds the stage spent computing); the last
-    two are shown, never scored.
+    Returns, per run (dicts keyed ``"M=1"``, ...): ``losses`` (the last stage's M losses, float64;
+    a fixed string elsewhere), ``grads`` (each ``.grad`` by its name in the unsplit model), and,
+    shown but never scored, ``events`` (the stage's record) and ``timing`` (the call's start and end,
+    and the seconds the stage spent computing).
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     dims, batch = list(inputs["dims"]), int(inputs["batch"])
@@ -172,20 +165,14 @@ def step(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
         if inputs.get("timed"):
             dist.barrier()  # every stage starts together (timed runs are not measured on the wire)
         start = time.perf_counter()
-        got = submission.gpipe_step(
-            stage,
-            x.clone() if x is not None else None,
-            y.clone() if y is not None else None,
-            m,
-            shape,
-            loss_fn,
-        )
+        inputs_, targets = (t.clone() if t is not None else None for t in (x, y))
+        got = submission.gpipe_step(stage, inputs_, targets, m, shape, loss_fn)
         end = time.perf_counter()
         out["losses"][key] = _losses(got, rank, world_size)
         out["grads"][key] = {
-            name.removeprefix("layers."): (
-                p.grad.detach().clone() if p.grad is not None else torch.full_like(p, float("nan"))
-            )
+            name.removeprefix("layers."): p.grad.detach().clone()
+            if p.grad is not None
+            else torch.full_like(p, float("nan"))
             for name, p in stage.named_parameters()
         }
         out["events"][key] = list(stage.events)

@@ -96,9 +96,7 @@ LIBRARY = (
 def measured(timings: list[Any]) -> float | None:
     """1 - (mean busy time) / wall time, the wall from the first stage's start to the last stage's end."""
     try:
-        starts = [float(t["start"]) for t in timings]
-        ends = [float(t["end"]) for t in timings]
-        busy = [float(t["busy"]) for t in timings]
+        starts, ends, busy = ([float(t[key]) for t in timings] for key in ("start", "end", "busy"))
     except (TypeError, KeyError, ValueError):
         return None
     wall = max(ends) - min(starts)

@@ -5,11 +5,12 @@ Never mounted into the sandbox and never shown to students.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, case_failure, no_builtin_collectives
+from labs.authoring import Case, Facts, Outcome, case_failure, no_builtin_collectives, rules, wire
 
 SHAPES = [
     (torch.float32, (7,)),
@@ -21,140 +22,99 @@ SHAPES = [
 MEASURED = 1 << 18  # float32 elements: a 1 MiB tensor
 HEADER_ALLOWANCE = 256  # bytes of framing per message, more than gloo uses
 STRAY_ALLOWANCE = 1024  # bytes a rank may send to a peer other than rank + 1
-
-
-def _tensor(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=gen, dtype=dtype)
-    return torch.randint(-1000, 1000, shape, generator=gen, dtype=dtype)
+# What is wrong with one measured call's bytes, as problems (world size, case, its wire counts, data to fill in).
+Verdict = Callable[[int, Case, dict[str, Any], dict[str, Any]], list[str]]
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    n = world_size
     out = []
     for dtype, shape in [*SHAPES, (torch.float32, (MEASURED,))]:
-        xs = [_tensor(shape, dtype, gen) for _ in range(n)]
-        total = torch.stack(xs).sum(dim=0)
-        label = f"ring_all_reduce({str(dtype).removeprefix('torch.')} tensor of shape {shape})"
-        out.append(
-            Case("ring-all-reduce", "ring_all_reduce", label, xs, [total] * n, True, measure=shape == (MEASURED,))
-        )
+        xs = rules.random_tensors(world_size, shape, dtype, gen)
+        label = rules.tensor_call("ring_all_reduce", dtype, shape)
+        total = [torch.stack(xs).sum(dim=0)] * world_size
+        out.append(Case("ring-all-reduce", "ring_all_reduce", label, xs, total, True, measure=shape == (MEASURED,)))
     return out
 
 
-def _measured(facts: Facts) -> list[tuple[Any, int, Case, dict[str, Any] | None, str | None]]:
-    """(group, case index, case, wire report, why its bytes cannot count) per measured call.
+def _judge(facts: Facts, verdict: Verdict, success: str, shown: int | None = None) -> Outcome:
+    """The first ``shown`` problems ``verdict`` finds with each measured call's bytes (all or nothing).
 
     Bytes count only for a call whose sums are right on every rank: a ring's worth of bytes that
     did not produce the sum (zeros sent around, a ring that skips its all-gather) proves nothing.
     """
-    out = []
+    data: dict[str, Any] = {}
+    problems: list[str] = []
     for g in facts.groups:
         for i, case in enumerate(g.cases):
-            if case.measure:
-                why = next((f"rank {r}: {w}" for r in range(g.world_size) if (w := _did_not_run(g, i, r))), None)
-                if why is None and any(case_failure(g, i, r) for r in range(g.world_size)):
-                    why = WRONG_SUMS
-                out.append((g, i, case, g.wire.get(i), why))
-    return out
+            if not case.measure:
+                continue
+            n, counts = g.world_size, g.wire.get(i)
+            # A rank with no result for the call (an error, a crash): the call did not finish.
+            lost = [f"rank {r}: {w}" for r in range(n) if i not in g.ranks[r].results and (w := case_failure(g, i, r))]
+            if lost or counts is None:
+                problems.append(f"world size {n}: the measured call did not finish ({lost[0] if lost else 'not run'})")
+            elif found := verdict(n, case, counts, data):
+                problems += found
+            elif any(case_failure(g, i, r) for r in range(n)):
+                problems.append(
+                    f"world size {n}: the bytes look right, but the measured call's sums are wrong (see the"
+                    " ring-all-reduce check), and bytes count only for a call that sums right: fix the sums first"
+                )
+    if problems:
+        return Outcome(False, "; ".join(problems[:shown]), data)
+    if not data:
+        return Outcome(False, "no measured call was run", data)
+    return Outcome(True, success, data)
 
 
-WRONG_SUMS = "wrong sums"
-
-
-def _not_counted(n: int) -> str:
-    return (
-        f"world size {n}: the bytes look right, but the measured call's sums are wrong (see the ring-all-reduce"
-        " check), and bytes count only for a call that sums right: fix the sums first"
-    )
-
-
-def _did_not_run(g: Any, i: int, r: int) -> str | None:
-    """Why rank r has no result for call i (an error, a crash), or None if it returned one."""
-    failure = case_failure(g, i, r)
-    if failure is None or i in g.ranks[r].results:
-        return None
-    return failure
+def _volume(n: int, case: Case, counts: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    element = case.expected[0].element_size()
+    size = case.expected[0].numel() * element
+    sent = wire.sent(counts, n)
+    # At most one all-reduce, 2(N-1)/N of the tensor, with headers on each of its 2(N-1) messages.
+    budget = rules.one_all_reduce(n, size, sent, 0.0, 2 * (n - 1) * (HEADER_ALLOWANCE + element))
+    data[f"world_size_{n}"] = {**budget["shown"], "loopback_bytes": counts["loopback_bytes"]}
+    floor = (n - 1) * size / n  # even a reduce-scatter alone sends this much: below it, nothing was reduced
+    problems = []
+    if under := [(r, s) for r, s in enumerate(sent) if s < 0.95 * floor]:
+        problems.append(
+            f"world size {n}: rank {under[0][0]} sent only {under[0][1]} bytes, less than (N-1)/N x {size} ="
+            f" {round(floor)}: every rank must send its chunks around the ring"
+        )
+    if over := [(r, s) for r, s in enumerate(sent) if s > budget["high"]]:
+        problems.append(
+            f"world size {n}: rank {over[0][0]} sent {over[0][1]} bytes, more than 2(N-1)/N x {size} ="
+            f" {round(budget['theory'])} (+{round(budget['high'] - budget['theory'])} allowed for headers)"
+        )
+    # Loopback counts every byte once, headers too: far more than the sockets account for means
+    # traffic on connections that were closed to hide it.
+    if counts["loopback_bytes"] > 1.25 * sum(sent) + 65536:
+        problems.append(
+            f"world size {n}: {counts['loopback_bytes']} bytes crossed the loopback, but the ranks'"
+            f" open connections account for only {sum(sent)}"
+        )
+    return problems
 
 
 def communication_volume(facts: Facts) -> Outcome:
-    data: dict[str, Any] = {}
+    return _judge(facts, _volume, "every rank sent within 2(N-1)/N of the tensor size")
+
+
+def _neighbours(n: int, case: Case, counts: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    data[f"world_size_{n}"] = counts["sent"]
     problems = []
-    for g, _, case, wire, why in _measured(facts):
-        n = g.world_size
-        size = case.expected[0].numel() * case.expected[0].element_size()
-        theory = 2 * (n - 1) * size / n
-        bound = theory + 2 * (n - 1) * (HEADER_ALLOWANCE + case.expected[0].element_size())
-        if (why and why != WRONG_SUMS) or wire is None:
-            problems.append(f"world size {n}: the measured call did not finish ({why or 'not run'})")
-            continue
-        before = len(problems)
-        sent = [sum(wire["sent"].get(str(r), {}).values()) for r in range(n)]
-        floor = (n - 1) * size / n  # even a reduce-scatter alone sends this much: below it, nothing was reduced
-        data[f"world_size_{n}"] = {
-            "tensor_bytes": size,
-            "theoretical_bytes_per_rank": round(theory),
-            "measured_bytes_per_rank": sent,
-            "ratio_to_theory": [round(s / theory, 4) for s in sent],
-            "loopback_bytes": wire["loopback_bytes"],
-        }
-        under = [(r, s) for r, s in enumerate(sent) if s < 0.95 * floor]
-        if under:
-            r, s = under[0]
-            problems.append(
-                f"world size {n}: rank {r} sent only {s} bytes, less than (N-1)/N x {size} = {round(floor)}:"
-                " every rank must send its chunks around the ring"
-            )
-        over = [(r, s) for r, s in enumerate(sent) if s > bound]
-        if over:
-            r, s = over[0]
-            problems.append(
-                f"world size {n}: rank {r} sent {s} bytes, more than 2(N-1)/N x {size} = "
-                f"{round(theory)} (+{round(bound - theory)} allowed for headers)"
-            )
-        # Loopback counts every byte once, headers too: far more than the sockets account for means
-        # traffic on connections that were closed to hide it.
-        if wire["loopback_bytes"] > 1.25 * sum(sent) + 65536:
-            problems.append(
-                f"world size {n}: {wire['loopback_bytes']} bytes crossed the loopback, but the ranks'"
-                f" open connections account for only {sum(sent)}"
-            )
-        if why == WRONG_SUMS and len(problems) == before:
-            problems.append(_not_counted(n))
-    if problems:
-        return Outcome(False, "; ".join(problems), data)
-    if not data:
-        return Outcome(False, "no measured call was run", data)
-    return Outcome(True, "every rank sent within 2(N-1)/N of the tensor size", data)
+    for r in range(n):
+        right, peers = str((r + 1) % n), counts["sent"].get(str(r), {})
+        if stray := [(p, b) for p, b in peers.items() if p != right and b > STRAY_ALLOWANCE]:
+            p, b = stray[0]
+            problems.append(f"world size {n}: rank {r} sent {b} bytes to rank {p}; it may send only to rank {right}")
+        elif not peers.get(right):
+            problems.append(f"world size {n}: rank {r} sent nothing to rank {right}")
+    return problems
 
 
 def ring_neighbours(facts: Facts) -> Outcome:
-    problems = []
-    data: dict[str, Any] = {}
-    for g, _, _, wire, why in _measured(facts):
-        n = g.world_size
-        if (why and why != WRONG_SUMS) or wire is None:
-            problems.append(f"world size {n}: the measured call did not finish ({why or 'not run'})")
-            continue
-        before = len(problems)
-        data[f"world_size_{n}"] = wire["sent"]
-        for r in range(n):
-            peers = wire["sent"].get(str(r), {})
-            stray = {p: b for p, b in peers.items() if p != str((r + 1) % n) and b > STRAY_ALLOWANCE}
-            if stray:
-                p, b = next(iter(stray.items()))
-                problems.append(
-                    f"world size {n}: rank {r} sent {b} bytes to rank {p}; it may send only to rank {(r + 1) % n}"
-                )
-            elif not peers.get(str((r + 1) % n)):
-                problems.append(f"world size {n}: rank {r} sent nothing to rank {(r + 1) % n}")
-        if why == WRONG_SUMS and len(problems) == before:
-            problems.append(_not_counted(n))
-    if problems:
-        return Outcome(False, "; ".join(problems[:4]), data)
-    if not data:
-        return Outcome(False, "no measured call was run", data)
-    return Outcome(True, "every rank sent only to rank + 1", data)
+    return _judge(facts, _neighbours, "every rank sent only to rank + 1", shown=4)
 
 
 RULES = {

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from labs.authoring import Case, Facts, Outcome, load_public, rules
+from labs.authoring import Case, Facts, Outcome, layers, load_public, rules
 
 # The measured MLP: 64 x 512 float64 inputs (256 KiB) and 64 x 384 outputs (192 KiB), large
 # enough that gloo's framing is noise; hidden 192 splits over 2, 3 and 4 ranks. Its weights
@@ -22,12 +22,8 @@ from labs.authoring import Case, Facts, Outcome, load_public, rules
 MEASURED: dict[str, Any] = {"batch": [64], "d_in": 512, "d_hidden": 192, "d_out": 384, "bias": True}
 # No biases, a 3-d input and sizes that do not divide: the layers are not written for one shape.
 SMALL: dict[str, Any] = {"batch": [2, 3], "d_in": 10, "d_hidden": 24, "d_out": 7, "bias": False}
-TOLERANCE = (1e-9, 1e-11)  # float64; the ranks sum the partial products in another order
+TOLERANCE = layers.TOLERANCE
 KEYS = ("hidden", "output", "column_weights", "row_weights", "grad_x", "grads")
-# One all-reduce sends 2(N-1)/N of the tensor per rank; allow 10% and a little framing on top,
-# and require at least 90% of it (fewer bytes: the all-reduce is missing).
-SLACK, FRAMING = 0.10, 16384
-ELEMENT = 8  # float64
 DRIVER = load_public(__file__, "driver")  # shared(): what every rank holds, as in the ranks
 FN = "ColumnParallelLinear, RowParallelLinear"
 
@@ -37,21 +33,26 @@ def chunks(problem: dict[str, Any], own: list[torch.Generator]) -> list[dict[str
 
     A rank is given its chunks and nothing else of the weights, so it cannot draw another's.
     """
-    world_size = len(own)
+    n, f64 = len(own), torch.float64
     d_in, hidden, d_out = problem["d_in"], problem["d_hidden"], problem["d_out"]
-    f64 = torch.float64
     out = []
-    for r in range(world_size):
-        rows = DRIVER.chunk_slice(hidden, world_size, r)
+    for r, g in enumerate(own):
+        rows = DRIVER.chunk_slice(hidden, n, r)
         width = rows.stop - rows.start
         out.append(
             {
-                "w1": torch.randn(width, d_in, generator=own[r], dtype=f64) / math.sqrt(d_in),
-                "b1": torch.randn(width, generator=own[r], dtype=f64) * 0.1 if problem["bias"] else None,
-                "w2": torch.randn(d_out, width, generator=own[r], dtype=f64) / math.sqrt(hidden),
+                "w1": torch.randn(width, d_in, generator=g, dtype=f64) / math.sqrt(d_in),
+                "b1": torch.randn(width, generator=g, dtype=f64) * 0.1 if problem["bias"] else None,
+                "w2": torch.randn(d_out, width, generator=g, dtype=f64) / math.sqrt(hidden),
             }
         )
     return out
+
+
+def mlp(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, b1: Any = None, b2: Any = None) -> dict[str, Any]:
+    """The whole MLP, ``Row(gelu(Column(x)))``, in one process: its hidden activation and its output."""
+    hidden = F.linear(x, w1, b1)
+    return {"hidden": hidden, "output": F.linear(F.gelu(hidden), w2, b2)}
 
 
 def reference(problem: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -63,15 +64,7 @@ def reference(problem: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str,
         "w2": torch.cat([c["w2"] for c in parts], dim=1),
         "b2": p["b2"],
     }
-    x = p["x"].clone().requires_grad_(True)
-    params = {k: v.clone().requires_grad_(True) for k, v in full.items() if v is not None}
-    hidden = F.linear(x, params["w1"], params.get("b1"))
-    y = F.linear(F.gelu(hidden), params["w2"], params.get("b2"))
-    (y * p["grad_y"]).sum().backward()
-    out = {"hidden": hidden.detach(), "output": y.detach(), "grad_x": x.grad}
-    out.update({k: v.detach() for k, v in params.items()})
-    out.update({f"grad_{k}": v.grad for k, v in params.items()})
-    return out
+    return layers.reference(mlp, p["x"], p["grad_y"], full)
 
 
 def expected(problem: dict[str, Any], parts: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
@@ -100,65 +93,41 @@ def expected(problem: dict[str, Any], parts: list[dict[str, Any]]) -> tuple[list
     return forward, backward
 
 
-def _shape(problem: dict[str, Any], last: int) -> str:
-    return " x ".join(str(d) for d in [*problem["batch"], last])
-
-
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
-    tolerance = dict.fromkeys(KEYS, TOLERANCE)
     out = []
-    for key, problem, parts in rules.layer_problems(world_size, gen, {"mlp": MEASURED, "no-bias": SMALL}, chunks):
-        forward, backward = expected(problem, parts)
-        what = (
-            f"{_shape(problem, problem['d_in'])} input, hidden {problem['d_hidden']}, output {problem['d_out']}"
-            f"{'' if problem['bias'] else ', no biases'}"
-        )
-        run: dict[str, Any] = {
-            "key": key,
-            "problem": problem,
-            "parts": parts,
-            "measured": key == "mlp",
-            "tolerance": tolerance,
-        }
+    for problem, forward, backward in layers.calls(
+        world_size, gen, {"mlp": MEASURED, "no-bias": SMALL}, chunks, expected, KEYS
+    ):
+        shape = " x ".join(map(str, [*problem["batch"], problem["d_in"]]))
+        what = f"{shape} input, hidden {problem['d_hidden']}, output {problem['d_out']}"
+        what += "" if problem["bias"] else ", no biases"
         out.append(
             Case(check="forward", fn=FN, driver="forward", label=f"forward: Row(gelu(Column(x))), {what}",
                  # "sharding" (what each layer keeps) is read from the rank's own objects: feedback only.
-                 parts={"forward": ["hidden", "output"], "sharding": ["column_weights", "row_weights"]},
-                 **rules.layer_call("forward", expected=forward, **run))
+                 parts={"forward": ["hidden", "output"], "sharding": ["column_weights", "row_weights"]}, **forward)
         )  # fmt: skip
         out.append(
             Case(check="input-gradient", fn=FN, driver="backward", label=f"backward of the same output, {what}",
-                 parts={"input-gradient": ["grad_x"], "weight-gradients": ["grads"]},
-                 **rules.layer_call("backward", expected=backward, **run))
+                 parts={"input-gradient": ["grad_x"], "weight-gradients": ["grads"]}, **backward)
         )  # fmt: skip
     return out
 
 
-# What too many bytes mean, then too few, in each phase.
-ADVICE = {
-    "forward": (
-        "More than one all-reduce, or weights on the wire: keep only your chunk of the weight and sum"
-        " the partial products of RowParallelLinear with a single all-reduce.",
-        "RowParallelLinear must sum the ranks' partial products with one all-reduce.",
-    ),
-    "backward": (
-        "More than one all-reduce in backward: RowParallelLinear's all-reduce must pass the output"
-        " gradient through unchanged (its backward is the identity), not all-reduce it again.",
-        "ColumnParallelLinear's backward must all-reduce the gradient of its input: every rank"
-        " used the whole x, so each holds only its share of the gradient.",
-    ),
-}
+ADVICE = layers.advice(
+    kept="your chunk of the weight",
+    summed="the partial products of RowParallelLinear",
+    reduce="RowParallelLinear's all-reduce",
+    missing="RowParallelLinear must sum the ranks' partial products with one all-reduce.",
+    unreduced="ColumnParallelLinear's backward must all-reduce the gradient of its input: every rank used the"
+    " whole x, so each holds only its share of the gradient.",
+)
 
 
 def wire_verdict(world_size: int, phase: str, problem: dict[str, Any], sent: list[int]) -> tuple[dict, str | None]:
-    """What one measured call sent per rank against one all-reduce of its activation; None if right.
-
-    ``phase`` is "forward" (the output, batch x d_out, is all-reduced) or "backward"
-    (the gradient of the input, batch x d_in).
-    """
+    """What one measured call sent per rank against one all-reduce of its activation; None if right: in
+    "forward" the output (batch x d_out), in "backward" the gradient of the input (batch x d_in)."""
     last = problem["d_out"] if phase == "forward" else problem["d_in"]
-    tensor = (_shape(problem, last), math.prod(problem["batch"]) * last * ELEMENT)
-    return rules.all_reduce_bytes(world_size, phase, tensor, sent, bounds=(SLACK, FRAMING), advice=ADVICE[phase])
+    return layers.all_reduce(world_size, phase, [*problem["batch"], last], sent, ADVICE)
 
 
 def communication(facts: Facts) -> Outcome:

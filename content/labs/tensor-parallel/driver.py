@@ -1,16 +1,14 @@
 """Public code run in every rank of the tensor-parallel lab (not secret, not trusted).
 
-``forward`` builds the student's ``ColumnParallelLinear`` and ``RowParallelLinear`` from
-full-shaped weights in which only this rank's chunks are filled in, runs
-``Row(gelu(Column(x)))``; ``backward`` then runs the backward of a loss on that output.
-They are two calls so the grader can count the bytes each one sends. What they return is
-compared, outside the sandbox, with one process running the whole MLP.
+``forward`` builds the student's ``ColumnParallelLinear`` and ``RowParallelLinear`` from full-shaped
+weights in which only this rank's chunks are filled in and runs ``Row(gelu(Column(x)))``; ``backward``
+then runs the backward of a loss on that output: two calls, so that the grader counts each one's bytes.
+What they return is compared, outside the sandbox, with one process running the whole MLP.
 
-Each rank is given only its own chunks of the two weight matrices (and of the first bias),
-drawn by the grader: the other ranks' chunks are NaN here, and no rank can draw them, so the
-output and the input's gradient can only be right if the ranks' partial results crossed the
-wire. What every rank legitimately shares (the input ``x``, the second layer's bias and the
-output's gradient) is drawn from a seed by ``shared``.
+Each rank is given only its own chunks of the two weight matrices (and of the first bias), drawn by the
+grader: the others' are NaN here and no rank can draw them, so the output and the input's gradient can
+only be right if the ranks' partial results crossed the wire. What every rank shares (the input ``x``,
+the second layer's bias and the output's gradient) is drawn from a seed by ``shared``.
 """
 
 from __future__ import annotations
@@ -33,11 +31,10 @@ def shared(seed: int, batch: list[int], d_in: int, d_hidden: int, d_out: int, bi
     tensors come out in every rank and in the grader's reference.
     """
     g = torch.Generator().manual_seed(seed)
-    f64 = torch.float64
     return {
-        "x": torch.randn(*batch, d_in, generator=g, dtype=f64),
-        "b2": torch.randn(d_out, generator=g, dtype=f64) * 0.1 if bias else None,
-        "grad_y": torch.randn(*batch, d_out, generator=g, dtype=f64),
+        "x": torch.randn(*batch, d_in, generator=g, dtype=torch.float64),
+        "b2": torch.randn(d_out, generator=g, dtype=torch.float64) * 0.1 if bias else None,
+        "grad_y": torch.randn(*batch, d_out, generator=g, dtype=torch.float64),
     }
 
 
@@ -61,18 +58,15 @@ def padded(chunk: torch.Tensor | None, dim: int, size: int, world_size: int, ran
 
 
 def _held(layer: torch.nn.Module, with_bias: bool) -> dict[str, Any]:
-    weight = getattr(layer, "weight", None)
     bias = getattr(layer, "bias", None)
     if not with_bias:  # expected None: say what was kept instead of a tensor the judge cannot compare
         bias = "None" if bias is None else f"a {type(bias).__name__}"
-    return {"weight": weight, "bias": bias}
+    return {"weight": getattr(layer, "weight", None), "bias": bias}
 
 
 def _grads(layer: torch.nn.Module, with_bias: bool) -> dict[str, Any]:
-    out = {"weight": getattr(getattr(layer, "weight", None), "grad", None)}
-    if with_bias:
-        out["bias"] = getattr(getattr(layer, "bias", None), "grad", None)
-    return out
+    names = ("weight", "bias") if with_bias else ("weight",)
+    return {name: getattr(getattr(layer, name, None), "grad", None) for name in names}
 
 
 def forward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -86,13 +80,8 @@ def forward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     hidden = column(x)
     y = row(F.gelu(hidden))
     _PENDING[inputs["key"]] = (x, y, column, row, p["grad_y"])
-    with_bias = inputs["problem"]["bias"]
-    return {
-        "hidden": hidden,
-        "output": y,
-        "column_weights": _held(column, with_bias),
-        "row_weights": _held(row, with_bias),
-    }
+    held = {"column_weights": _held(column, spec["bias"]), "row_weights": _held(row, spec["bias"])}
+    return {"hidden": hidden, "output": y, **held}
 
 
 def backward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +93,4 @@ def backward(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     # sympy lazily (seconds in a fresh rank); d/dy of (y * grad_y).sum() is grad_y exactly.
     (y * grad_y).sum().backward()
     with_bias = inputs["problem"]["bias"]
-    return {
-        "grad_x": x.grad,
-        "grads": {"column": _grads(column, with_bias), "row": _grads(row, with_bias)},
-    }
+    return {"grad_x": x.grad, "grads": {"column": _grads(column, with_bias), "row": _grads(row, with_bias)}}

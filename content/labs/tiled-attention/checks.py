@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, off_by, result, training
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, off_by, result, tallies, training
 
 BATCH, HEADS, N, D = 1, 2, 1024, 16
 # (tile size, scale of q and k, check): 24 and 100 do not divide N = 1024; a scale of 20 gives
@@ -25,6 +25,7 @@ TOLERANCE = (1e-9, 1e-11)
 MEMORY = {"batch": 1, "heads": 1, "n": 2048, "d": D, "tile_size": 64, "scale": 1.0}
 MATRIX_BYTES = int(MEMORY["batch"] * MEMORY["heads"] * MEMORY["n"] ** 2 * 8)  # its full score matrix: 32 MiB
 SAMPLED = 64  # queries of the memory case compared with attention computed here, drawn after the run
+mib = tallies.mib
 
 
 def _inputs(seed: int, tile: int, scale: float) -> dict[str, Any]:
@@ -102,10 +103,6 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     return [Phase(None, n, values_cases(gen)), Phase("memory", n, [memory_case(gen)])]
 
 
-def _mib(n: float) -> str:
-    return f"{n / 2**20:.2f} MiB"
-
-
 def _attention(inputs: dict[str, Any], scale: float) -> torch.Tensor:
     """Attention with the scores multiplied by ``scale`` (to recognise a wrong scale)."""
     q, k, v = load_public(__file__, "driver").make_qkv(inputs)
@@ -142,18 +139,14 @@ def _output_hint(g: Any, i: int, case: Case, rank: int) -> str:
         )
     if _close(got, _attention(inputs, 1 / D)) or _close(got, _attention(inputs, 1.0)):
         return f" That is attention with the wrong scale: the scores are q k^T / sqrt(d), here / sqrt({D}) = / 4."
-    ragged = _ragged_hint(g, case, rank, "output")
-    if ragged:
-        return ragged
-    if case_failure(g, i, rank, part="logsumexp") is None:
-        return (
-            " Your logsumexp is right, so the running max and sum are; the running output is not: when the maximum"
-            " grows, multiply the accumulated output by the same exp(m_prev - m_new) as the sum."
-        )
-    return (
-        " After each tile: m_new = max(m_prev, rowmax(s)); l_new = l_prev * exp(m_prev - m_new) + rowsum(exp(s -"
-        " m_new)); acc_new = acc_prev * exp(m_prev - m_new) + exp(s - m_new) V; at the end out = acc / l."
+    recurrence = (
+        " Your logsumexp is right, so the running max and sum are; the running output is not: when the maximum"
+        " grows, multiply the accumulated output by the same exp(m_prev - m_new) as the sum."
+        if case_failure(g, i, rank, part="logsumexp") is None
+        else " After each tile: m_new = max(m_prev, rowmax(s)); l_new = l_prev * exp(m_prev - m_new) + rowsum(exp(s"
+        " - m_new)); acc_new = acc_prev * exp(m_prev - m_new) + exp(s - m_new) V; at the end out = acc / l."
     )
+    return _ragged_hint(g, case, rank, "output") or recurrence
 
 
 def output(facts: Facts) -> Outcome:
@@ -173,10 +166,7 @@ def _lse_hint(g: Any, i: int, case: Case, rank: int) -> str:
         return f" lse must have shape {tuple(want.shape)} (one number per query), not {shape}."
     if not torch.isfinite(got).all():
         return " Some are inf: exp overflowed. lse = m + log(l), with l summed as exp(s - m), never exp(s)."
-    ragged = _ragged_hint(g, case, rank, "logsumexp")
-    if ragged:
-        return ragged
-    return (
+    return _ragged_hint(g, case, rank, "logsumexp") or (
         " lse is log sum_j exp(s_j) over all keys, which is m + log(l) with the final running max m and sum"
         " l = sum_j exp(s_j - m) (natural log)."
     )
@@ -190,39 +180,28 @@ def memory(facts: Facts) -> Outcome:
     groups = [g for g in facts.groups if g.phase == "memory" and g.cases]
     if not groups:
         return Outcome(False, "no cases were run for this check", fraction=0.0)
-    g = groups[0]
-    case = g.cases[0]
+    g, case = groups[0], groups[0].cases[0]
     n, tile = int(case.inputs[0]["n"]), int(case.inputs[0]["tile_size"])
-    peak = memory_peak(g, 0)
-    data: dict[str, Any] = {"peak_bytes": peak, "full_matrix_bytes": MATRIX_BYTES}
-    where = f"the memory case ({case.label})"
-    if peak is None:
-        why = case_failure(g, 0, 0) or "this grader could not read its memory from the kernel"
-        return Outcome(False, f"In {where}, the memory was not measured ({why}).", data, fraction=0.0)
-    if peak >= MATRIX_BYTES:
-        return Outcome(
-            False,
-            f"In {where}, the process's memory rose by {_mib(peak)} during your call (measured by the kernel, outside"
-            f" your code), at least one full {n} x {n} score matrix ({_mib(MATRIX_BYTES)}). Compute the scores one"
-            f" key/value tile at a time, (batch, heads, {n}, {tile}), and keep only the running max, sum and output"
-            " between tiles.",
-            data,
-            fraction=0.0,
+
+    def over(peak: int) -> str:
+        return (
+            f"the process's memory rose by {mib(peak)} during your call (measured by the kernel, outside your code),"
+            f" at least one full {n} x {n} score matrix ({mib(MATRIX_BYTES)}). Compute the scores one key/value tile"
+            f" at a time, (batch, heads, {n}, {tile}), and keep only the running max, sum and output between tiles"
         )
-    tree = result(g, 0, 0)
-    wrong = case_failure(g, 0, 0) if tree is None else sampled_failure(case.inputs[0], tree)
-    if wrong is not None:
-        return Outcome(
-            False,
-            f"In {where}, the memory ({_mib(peak)}) counts only for a call that computed attention, and neither its out"
-            f" nor its lse is right ({wrong}); see the other checks.",
-            data,
-            fraction=0.0,
-        )
+
+    def wrong() -> str | None:
+        tree = result(g, 0, 0)
+        return case_failure(g, 0, 0) if tree is None else sampled_failure(case.inputs[0], tree)
+
+    peak, problem = tallies.memory_problem(g, MATRIX_BYTES - 1, over, wrong, "a call that computed attention right")
+    data = {"peak_bytes": peak, "full_matrix_bytes": MATRIX_BYTES}
+    if problem or peak is None:
+        return Outcome(False, f"In the memory case ({case.label}), {problem}.", data, fraction=0.0)
     return Outcome(
         True,
-        f"the process's memory rose by {_mib(peak)} during your call with N = {n}, measured by the kernel: below"
-        f" one full score matrix ({_mib(MATRIX_BYTES)}; attention computed in full holds about twice that)",
+        f"the process's memory rose by {mib(peak)} during your call with N = {n}, measured by the kernel: below"
+        f" one full score matrix ({mib(MATRIX_BYTES)}; attention computed in full holds about twice that)",
         data,
         fraction=1.0,
     )

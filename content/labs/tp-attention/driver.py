@@ -1,16 +1,15 @@
 """Public code run in every rank of the tp-attention lab (not secret, not trusted).
 
-``forward`` builds the student's ``ParallelSelfAttention`` from full-shaped weights in which
-only this rank's heads are filled in and runs it on the input; ``backward`` then runs the
-backward of a loss on that output. They are two calls so the grader can count the bytes each
-one sends. What they return is compared, outside the sandbox, with one process running the
-whole attention layer.
+``forward`` builds the student's ``ParallelSelfAttention`` from full-shaped weights in which only this
+rank's heads are filled in and runs it on the input; ``backward`` then runs the backward of a loss on
+that output: two calls, so that the grader counts each one's bytes. What they return is compared,
+outside the sandbox, with one process running the whole attention layer.
 
-Each rank is given only its own heads' rows of the fused QKV projection (and of its bias) and
-their columns of the output projection, drawn by the grader: the other ranks' parts are NaN
-here, and no rank can draw them, so the output and the input's gradient can only be right if
-the ranks' partial results crossed the wire. What every rank legitimately shares (the input
-``x``, the output projection's bias and the output's gradient) is drawn from a seed by ``shared``.
+Each rank is given only its own heads' rows of the fused QKV projection (and of its bias) and their
+columns of the output projection, drawn by the grader: the others' parts are NaN here and no rank can
+draw them, so the output and the input's gradient can only be right if the ranks' partial results
+crossed the wire. What every rank shares (the input ``x``, the output projection's bias and the
+output's gradient) is drawn from a seed by ``shared``.
 """
 
 from __future__ import annotations
@@ -34,11 +33,10 @@ def shared(seed: int, batch: int, seq: int, d_model: int, heads: int, bias: bool
     tensors come out in every rank and in the grader's reference.
     """
     g = torch.Generator().manual_seed(seed)
-    f64 = torch.float64
     return {
-        "x": torch.randn(batch, seq, d_model, generator=g, dtype=f64),
-        "b_out": torch.randn(d_model, generator=g, dtype=f64) * 0.1 if bias else None,
-        "grad_y": torch.randn(batch, seq, d_model, generator=g, dtype=f64),
+        "x": torch.randn(batch, seq, d_model, generator=g, dtype=torch.float64),
+        "b_out": torch.randn(d_model, generator=g, dtype=torch.float64) * 0.1 if bias else None,
+        "grad_y": torch.randn(batch, seq, d_model, generator=g, dtype=torch.float64),
     }
 
 

@@ -43,14 +43,7 @@ def ranks_identical(facts: Facts) -> Outcome:
 
 
 def _adamw(params: list[torch.Tensor], inputs: dict[str, Any]) -> torch.optim.AdamW:
-    return torch.optim.AdamW(
-        params,
-        lr=inputs["lr"],
-        betas=tuple(inputs["betas"]),
-        eps=inputs["eps"],
-        weight_decay=inputs["weight_decay"],
-        foreach=False,
-    )
+    return torch.optim.AdamW(params, **{key: inputs[key] for key in HYPER}, foreach=False)
 
 
 def reference(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -83,17 +76,12 @@ def memory_reference(inputs: dict[str, Any]) -> dict[str, Any]:
 def training_case(world_size: int, seed: int) -> Case:
     inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, **HYPER}
     expected = reference(inputs)
+    label = f"{STEPS} AdamW steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}"
+    rows, want = [dict(inputs) for _ in range(world_size)], [expected] * world_size
+    parts = {"first-step": ["first"], "parameters": ["params"], "zero-grad": ["grads"]}
+    tolerance = dict.fromkeys(("first", "params", "grads"), TOLERANCE)
     return Case(
-        check="first-step",
-        fn="ZeroAdamW",
-        driver="train",
-        label=f"{STEPS} AdamW steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}",
-        inputs=[dict(inputs) for _ in range(world_size)],
-        expected=[expected for _ in range(world_size)],
-        inplace=False,
-        measure=True,
-        parts={"first-step": ["first"], "parameters": ["params"], "zero-grad": ["grads"]},
-        tolerance={"first": TOLERANCE, "params": TOLERANCE, "grads": TOLERANCE},
+        "first-step", "ZeroAdamW", label, rows, want, measure=True, driver="train", parts=parts, tolerance=tolerance
     )
 
 
@@ -104,21 +92,13 @@ def memory_numel() -> int:
 def memory_case(world_size: int, seed: int) -> Case:
     inputs = {"seed": seed, **MEMORY, **HYPER}
     expected = memory_reference(inputs)
-    mib = memory_numel() * 8 / 2**20
-    return Case(
-        check="sharded-state",
-        fn="ZeroAdamW",
-        driver="memory",
-        label=(
-            f"{MEMORY['steps']} steps of {MEMORY['layers']} layers of {MEMORY['width']} x {MEMORY['width']}"
-            f" ({mib:.1f} MiB of parameters), one ZeroAdamW per layer"
-        ),
-        inputs=[dict(inputs) for _ in range(world_size)],
-        expected=[expected for _ in range(world_size)],
-        inplace=False,
-        parts={"sharded-state": ["digest"]},
-        tolerance={"digest": DIGEST_TOLERANCE},
+    label = (
+        f"{MEMORY['steps']} steps of {MEMORY['layers']} layers of {MEMORY['width']} x {MEMORY['width']}"
+        f" ({memory_numel() * 8 / 2**20:.1f} MiB of parameters), one ZeroAdamW per layer"
     )
+    rows, want = [dict(inputs) for _ in range(world_size)], [expected] * world_size
+    parts, tolerance = {"sharded-state": ["digest"]}, {"digest": DIGEST_TOLERANCE}
+    return Case("sharded-state", "ZeroAdamW", label, rows, want, driver="memory", parts=parts, tolerance=tolerance)
 
 
 def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
@@ -216,26 +196,22 @@ def _mib(n: float) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-def _memory_groups(facts: Facts) -> list[Any]:
-    return [g for g in facts.groups if g.phase == "memory"]
-
-
 def sharded_state(facts: Facts) -> Outcome:
-    groups = _memory_groups(facts)
+    groups = [g for g in facts.groups if g.phase == "memory"]
     if not groups or not groups[0].cases:
         return Outcome(False, "no cases were run for this check", fraction=0.0)
-    g = groups[0]
-    n = g.world_size
+    g, n = groups[0], groups[0].world_size
     budget = allowed_bytes(n)
     peaks = [memory_peak(g, r) for r in range(n)]
     data: dict[str, Any] = {"peak_bytes_per_rank": peaks, **{f"{k}_bytes": v for k, v in budget.items()}}
     where = f"the memory case ({n} ranks, {g.cases[0].label})"
     wrong = [(r, why) for r in range(n) if (why := case_failure(g, 0, r, part="sharded-state"))]
-    if any(p is None for p in peaks):
+    known = [p for p in peaks if p is not None]
+    if len(known) < n:
         r = peaks.index(None)
         why = case_failure(g, 0, r) or "this grader could not read its memory from the kernel"
         return Outcome(False, f"In {where}, rank {r}'s memory was not measured ({why}).", data, fraction=0.0)
-    over = [(r, p) for r, p in enumerate(peaks) if p is not None and p > budget["allowed"]]
+    over = [(r, p) for r, p in enumerate(known) if p > budget["allowed"]]
     problems = []
     if over:
         r, peak = over[0]
@@ -258,16 +234,15 @@ def sharded_state(facts: Facts) -> Outcome:
     equivalent = first_step(facts).passed and parameters(facts).passed
     if not equivalent and not problems:
         problems.append(
-            f"the state is sharded (at most {_mib(max(p for p in peaks if p is not None))} per rank), but training"
+            f"the state is sharded (at most {_mib(max(known))} per rank), but training"
             " is not equivalent to AdamW yet: fix the parameters (see those checks) to earn these points"
         )
     if problems:
         message = "; ".join(problems) + "."
         return Outcome(False, message[0].upper() + message[1:], data, fraction=0.0)
-    shown = ", ".join(_mib(p) for p in peaks if p is not None)
     return Outcome(
         True,
-        f"each rank's memory rose by at most {_mib(max(p for p in peaks if p is not None))} ({shown}; allowed"
+        f"each rank's memory rose by at most {_mib(max(known))} ({', '.join(map(_mib, known))}; allowed"
         f" {_mib(budget['allowed'])}, full AdamW state alone would add {_mib(budget['full_moments'])}), and"
         " training is AdamW's",
         data,

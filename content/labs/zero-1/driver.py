@@ -18,7 +18,7 @@ parameters after the last step) is compared with ``torch.optim.AdamW``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -26,6 +26,13 @@ import torch.distributed as dist
 from data_parallel import average_gradients, shard
 from heap import release_freed_buffers
 from mlp import build_model, loss_fn, make_batch
+
+
+def zero_adamw(submission: Any, params: Iterator[torch.nn.Parameter], inputs: dict[str, Any]) -> Any:
+    """Your ``ZeroAdamW`` over ``params`` with the case's hyperparameters."""
+    lr, eps, decay = float(inputs["lr"]), float(inputs["eps"]), float(inputs["weight_decay"])
+    betas = (float(inputs["betas"][0]), float(inputs["betas"][1]))
+    return submission.ZeroAdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=decay)
 
 
 def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -38,13 +45,7 @@ def train(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     dims, batch = list(inputs["dims"]), int(inputs["batch"])
     model = build_model(int(inputs["seed"]), dims)
-    optimizer = submission.ZeroAdamW(
-        model.parameters(),
-        lr=float(inputs["lr"]),
-        betas=(float(inputs["betas"][0]), float(inputs["betas"][1])),
-        eps=float(inputs["eps"]),
-        weight_decay=float(inputs["weight_decay"]),
-    )
+    optimizer = zero_adamw(submission, model.parameters(), inputs)
     first: dict[str, torch.Tensor] = {}
     losses = []
     steps = int(inputs["steps"])
@@ -116,16 +117,7 @@ def memory(submission: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     """
     release_freed_buffers()
     layers = memory_layers(int(inputs["seed"]), int(inputs["width"]), int(inputs["layers"]))
-    optimizers = [
-        submission.ZeroAdamW(
-            iter(pair),
-            lr=float(inputs["lr"]),
-            betas=(float(inputs["betas"][0]), float(inputs["betas"][1])),
-            eps=float(inputs["eps"]),
-            weight_decay=float(inputs["weight_decay"]),
-        )
-        for pair in layers
-    ]
+    optimizers = [zero_adamw(submission, iter(pair), inputs) for pair in layers]
     for _ in range(int(inputs["steps"])):
         for pair, optimizer in zip(layers, optimizers, strict=True):
             for p in pair:

@@ -8,15 +8,18 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from app.paths import DEFAULTS, ENV_FILE, ENV_PREFIX, REPO_ROOT
+
+__all__ = ["REPO_ROOT", "Settings", "get_settings"]
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RINGLAB_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=ENV_FILE, extra="ignore")
 
-    data_dir: Path = REPO_ROOT / "data"
+    # Read without this class by `ringlab content check` (app.paths): change them there.
+    data_dir: Path = DEFAULTS["data_dir"]
     database_url: str = Field(default="", validation_alias=AliasChoices("DATABASE_URL", "RINGLAB_DATABASE_URL"))
-    content_dir: Path = REPO_ROOT / "content"
+    content_dir: Path = DEFAULTS["content_dir"]
     sync_content_on_start: bool = True
     # A course can stay closed to strangers: sign-up then asks for this code.
     join_code: str | None = None

@@ -10,12 +10,12 @@ from typing import NoReturn
 
 def check(path: Path | None = None) -> int:
     """Validate a content tree; print every problem as ``path:line: message``. The exit status: 0 or 1."""
-    from app.config import get_settings
     from app.content.check_cache import CheckCache
     from app.content.loader import load_tree
+    from app.paths import setting_path
 
     # What the slow checks found for the same texts last time (app.content.check_cache).
-    cache = CheckCache(get_settings().data_dir / "cache" / "content-check.json")
+    cache = CheckCache(setting_path("data_dir") / "cache" / "content-check.json")
     try:
         tree = load_tree(path or content_dir(), cache=cache)
     except Exception as exc:
@@ -46,6 +46,6 @@ def fail_on_problems(exc: Exception) -> NoReturn:
 
 
 def content_dir() -> Path:
-    from app.config import get_settings
+    from app.paths import setting_path
 
-    return get_settings().content_dir
+    return setting_path("content_dir")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -30,26 +31,27 @@ def _redact(url: str) -> str:
 @app.command("backup")
 def db_backup(path: Annotated[Path, typer.Argument(help="The new backup file (it must not exist).")]) -> None:
     """Copy the database to PATH while the app serves (SQLite: online backup; PostgreSQL: pg_dump -Fc)."""
-    from app.backup import BackupError, backup
-    from app.config import get_settings
+    from app.backup import backup
 
-    try:
-        written = backup(get_settings().sqlalchemy_url, path)
-    except BackupError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    typer.echo(written.describe())
+    _on_the_database(backup, path)
 
 
 @app.command("restore")
 def db_restore(path: Annotated[Path, typer.Argument(help="A file written by `ringlab db backup`.")]) -> None:
     """Restore a backup into the EMPTY database named by DATABASE_URL: all of it, or nothing."""
-    from app.backup import BackupError, restore
+    from app.backup import restore
+
+    _on_the_database(restore, path)
+
+
+def _on_the_database(action: Callable[[str, Path], Any], path: Path) -> None:
+    """``action`` (backup or restore) on DATABASE_URL's database and ``path``; its summary, or the error and exit 1."""
+    from app.backup import BackupError
     from app.config import get_settings
 
     try:
-        restored = restore(get_settings().sqlalchemy_url, path)
+        done = action(get_settings().sqlalchemy_url, path)
     except BackupError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(restored.describe())
+    typer.echo(done.describe())

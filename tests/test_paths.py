@@ -29,9 +29,7 @@ def test_the_defaults(clean: Path) -> None:
         assert both(name) == (DEFAULTS[name], DEFAULTS[name])
 
 
-def test_a_variable_in_any_case_wins_over_the_env_file(
-    clean: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_variable_in_any_case_wins_over_the_env_file(clean: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (clean / ".env").write_text("RINGLAB_DATA_DIR=/from/the/file\nringlab_content_dir=/content/from/the/file\n")
     assert both("data_dir") == (Path("/from/the/file"), Path("/from/the/file"))
     assert both("content_dir") == (Path("/content/from/the/file"),) * 2

@@ -32,6 +32,7 @@ def lab_test(
     from labs.host.grader import Grader, gpu_count
     from labs.host.prove import (
         MIN_MUTANTS,
+        built_cases,
         case_problems,
         prove,
         record_reference_wire,
@@ -75,7 +76,8 @@ def lab_test(
                 continue
             rows = prove(grader, lab, found)
             typer.echo(f"\n{lab_id}: {lab.spec.title}\n{table(lab, rows, verbose=verbose)}")
-            if problems := case_problems(lab) + tolerance_problems(lab):
+            cases = built_cases(lab)  # the plan's references, built once for both checks
+            if problems := case_problems(lab, cases) + tolerance_problems(lab, cases):
                 for line in problems:
                     typer.echo(f"  {line}", err=True)
                 failed.append(lab_id)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from labs.host.grader import REFERENCE_WIRE
+from labs.host.judge import Case
 from labs.rank.trees import leaves
 from labs.spec import Lab
 from labs.spec import mutants as mutants_
@@ -193,7 +194,16 @@ def unmatched_tolerances(tolerance: dict[str, object] | None, expected: object) 
     return [key for key in tolerance or {} if not any(p == key or p.startswith((key + "[", key + ".")) for p in paths)]
 
 
-def case_problems(lab: Lab, seed: int = 0) -> list[str]:
+def built_cases(lab: Lab, seed: int = 0) -> list[Case]:
+    """Every case of the lab's plan, built from ``checks.py`` as the grader builds them (the references too:
+    seconds for some labs, so ``ringlab lab test`` builds them once for the checks below)."""
+    from labs.host.grader import Grader, plan
+
+    _, checks = Grader.load_checks(lab.folder)
+    return [case for group in plan(checks, list(lab.spec.world_sizes), seed) for case in group.cases]
+
+
+def case_problems(lab: Lab, cases: Sequence[Case] | None = None) -> list[str]:
     """What the content check reads from ``Case(...)`` calls as written, checked on the cases built.
 
     A check id or ``parts`` key that ``lab.yaml`` does not have, a ``driver`` function ``driver.py`` does not
@@ -201,28 +211,25 @@ def case_problems(lab: Lab, seed: int = 0) -> list[str]:
     (a helper function, a dict made beforehand) is held to the same contract here, where ``ringlab lab
     test`` builds its plan as the grader does.
     """
-    from labs.host.grader import Grader, plan
     from labs.spec import UNJUDGED, contract
 
-    _, checks = Grader.load_checks(lab.folder)
     ids = {c.id for c in lab.spec.checks}
     defined: set[str] = set()
     if "driver.py" in lab.spec.public_files:
         module = contract.read(lab.public_path("driver.py").read_text(), "driver.py")
         defined = set(module.defined) if isinstance(module, contract.Module) else set()
     found: list[str] = []
-    for group in plan(checks, list(lab.spec.world_sizes), seed):
-        for case in group.cases:
-            if case.check not in ids and case.check != UNJUDGED:
-                found.append(f"the case {case.label} judges '{case.check}', which is not a check in lab.yaml")
-            found += [f"the case {case.label} has parts '{k}', which is not a check in lab.yaml"
-                      for k in case.parts or {} if k not in ids]  # fmt: skip
-            if case.driver and case.driver not in defined:
-                found.append(f"the case {case.label} runs driver.{case.driver}, which driver.py does not define")
+    for case in built_cases(lab) if cases is None else cases:
+        if case.check not in ids and case.check != UNJUDGED:
+            found.append(f"the case {case.label} judges '{case.check}', which is not a check in lab.yaml")
+        found += [f"the case {case.label} has parts '{k}', which is not a check in lab.yaml"
+                  for k in case.parts or {} if k not in ids]  # fmt: skip
+        if case.driver and case.driver not in defined:
+            found.append(f"the case {case.label} runs driver.{case.driver}, which driver.py does not define")
     return [f"{lab.checks_path}: {line}" for line in dict.fromkeys(found)]
 
 
-def tolerance_problems(lab: Lab, seed: int = 0) -> list[str]:
+def tolerance_problems(lab: Lab, cases: Sequence[Case] | None = None) -> list[str]:
     """Each ``Case`` tolerance key that matches no path of any case's expected result, in the lab's plan.
 
     Such a key holds nothing to its tolerance (``"param"`` for ``"params"``): the values it meant keep
@@ -230,16 +237,12 @@ def tolerance_problems(lab: Lab, seed: int = 0) -> list[str]:
     with different results is fine: a key counts as used when it matches some case's result.) Only the
     cases built tell, so this builds them, as the grader does, from ``checks.py``.
     """
-    from labs.host.grader import Grader, plan
-
-    _, checks = Grader.load_checks(lab.folder)
     keys: dict[str, str] = {}  # tolerance key -> the label of a case that names it
     trees: list[object] = []
-    for group in plan(checks, list(lab.spec.world_sizes), seed):
-        for case in group.cases:
-            trees.extend(case.expected)  # every rank's: a pipeline's last stage alone has the losses
-            for key in case.tolerance or {}:
-                keys.setdefault(key, case.label)
+    for case in built_cases(lab) if cases is None else cases:
+        trees.extend(case.expected)  # every rank's: a pipeline's last stage alone has the losses
+        for key in case.tolerance or {}:
+            keys.setdefault(key, case.label)
     unused = set(keys)
     for tree in trees:
         unused &= set(unmatched_tolerances(dict.fromkeys(unused), tree))

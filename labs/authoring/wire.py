@@ -5,6 +5,7 @@ sizes in the case, computed in ``checks.py``. These functions judge the counts a
 way for every lab and leave the lab its own words:
 
 - ``sent``: each rank's bytes in one call;
+- ``total``: every byte the call sent, a socket's whose owner no read saw included;
 - ``outside``: the first rank whose bytes no accepted count explains, within (high, low, framing) bounds;
 - ``compared``: "rank 1 sent 1,234 bytes, 1.5 times what ..." (or "only ..., 0.5 of what ...");
 - ``judge``: the rule itself, over every measured call, with partial credit; bytes count only for a
@@ -31,6 +32,15 @@ def sent(wire: dict[str, Any], world_size: int, *, peers_only: bool = False) -> 
     if peers_only:
         return [sum(int(to.get(str(p), 0)) for p in range(world_size) if p != r) for r, to in enumerate(by)]
     return [sum(to.values()) for to in by]
+
+
+def total(wire: dict[str, Any]) -> int:
+    """Every byte sent during the call by the ranks, and by sockets whose owner is not known: a socket made and
+    freed between two of the zygote's reads (a group made and destroyed inside the call) is counted from the
+    kernel's announcement, which names no owner unless a read saw its port. An upper bound on what all the
+    ranks sent together holds even then: judge ``total`` against it, and ``sent`` per rank."""
+    ranks = sum(sum(int(n) for n in peers.values()) for src, peers in wire["sent"].items() if int(src) >= 0)
+    return ranks + int(wire.get("unattributed_bytes", 0))
 
 
 def outside(sent: Sequence[int], theory: float | Sequence[float], bounds: Bounds) -> tuple[int, int] | None:

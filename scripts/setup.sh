@@ -2,6 +2,8 @@
 # Idempotent set-up, shared by scripts/run.sh and scripts/test.sh.
 #   scripts/setup.sh run   system packages the app needs, virtualenv, Python and npm packages, assets
 #   scripts/setup.sh test  the same, plus PostgreSQL and Chromium for the test suite
+#   scripts/setup.sh docs  the virtualenv with the app and the docs extra only (scripts/docs.sh): the site's
+#                          build imports the app, never torch, and needs no system or front-end packages
 # Each step is skipped when it is already done (stamps in .venv/ and node_modules/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,7 @@ apt_packages=(bubblewrap libseccomp2)  # libseccomp2: the ranks' seccomp filter 
 [ "$mode" = test ] && apt_packages+=(postgresql chromium)
 # pg_dump and pg_restore for `ringlab db backup/restore` where the app runs on PostgreSQL.
 case "${DATABASE_URL:-${RINGLAB_DATABASE_URL:-}}" in postgres*) apt_packages+=(postgresql-client) ;; esac
+[ "$mode" = docs ] && apt_packages=()
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -33,13 +36,17 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 # The worker extra brings torch: `ringlab serve` grades labs with an embedded worker.
-extras=$([ "$mode" = test ] && echo "[dev,worker]" || echo "[worker]")
+case "$mode" in test) extras="[dev,worker,docs]" ;; docs) extras="[docs]" ;; *) extras="[worker]" ;; esac
 stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-${mode}"
+# The test set-up installs the docs extra too: after it, the docs need nothing more.
+[ "$mode" = docs ] && [ -f "${stamp%-docs}-test" ] && stamp="${stamp%-docs}-test"
 if [ ! -f "$stamp" ]; then
   say "installing Python packages"
   .venv/bin/pip install -q --disable-pip-version-check -e ".${extras}"
   touch "$stamp"
 fi
+
+[ "$mode" = docs ] && exit 0  # the site uses none of the app's front-end assets
 
 lock_stamp="node_modules/.installed-$(cat package.json package-lock.json | sha256sum | cut -c1-16)"
 if [ ! -f "$lock_stamp" ]; then

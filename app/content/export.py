@@ -8,7 +8,7 @@ from app.content.models import ContentTree
 
 
 def export_tree(tree: ContentTree) -> dict[str, Any]:
-    """All content in the documented export shape (README, "Export")."""
+    """All content in the documented export shape (docs/reference/content.md, "Export")."""
     return {
         "quizzes": [
             {

@@ -1,10 +1,10 @@
 """Labs as content: each folder validated, snapshotted and synced as a numbered version.
 
-A lab's version holds every file of its folder except ``mutants/`` (the authors' test
-material), and a copy of each shared public file it names (``content/labs/_common/``), so
-the worker can grade a queued submission against exactly the lab it was submitted to,
-whatever was synced since. Nothing here runs lab code: ``checks.py`` and
-``solution.py`` are parsed only (they import torch, and they are the worker's).
+A lab's version holds every file of its folder except the authors' material (``mutants/``, their
+test material, and ``NOTES.md``, the design notes the docs' lab catalogue shows), and a copy of each
+shared public file it names (``content/labs/_common/``), so the worker can grade a queued submission
+against exactly the lab it was submitted to, whatever was synced since. Nothing here runs lab code:
+``checks.py`` and ``solution.py`` are parsed only (they import torch, and they are the worker's).
 """
 
 from __future__ import annotations
@@ -26,12 +26,17 @@ CONTRACT = (*PARSED, "driver.py")
 MAX_LAB_BYTES = 4 << 20  # a version is stored whole in the database
 
 
+NOTES = "NOTES.md"  # a lab's design notes, for authors and the docs: never part of a version
+
+
 def lab_files(folder: Path) -> list[Path]:
-    """The files a version keeps, in path order: everything but ``mutants/``, caches and dotfiles."""
+    """The files a version keeps, in path order: everything but ``mutants/``, ``NOTES.md``, caches and dotfiles
+    (so notes can change without making a new version of the lab)."""
     found = []
     for path in sorted(folder.rglob("*")):
         parts = path.relative_to(folder).parts
-        skipped = parts[0] == "mutants" or "__pycache__" in parts or any(p.startswith(".") for p in parts)
+        authors = parts[0] == "mutants" or parts == (NOTES,)
+        skipped = authors or "__pycache__" in parts or any(p.startswith(".") for p in parts)
         if not skipped and path.is_file():
             found.append(path)
     return found

@@ -1,6 +1,6 @@
 """Load a content directory into validated models, collecting every problem.
 
-Layout (see README, "Authoring content"):
+Layout (see docs/instructors/content.md and docs/reference/content.md):
 
     quizzes/<quiz>.yaml
     exercises/<set>/set.yaml  +  exercises/<set>/*.md   (one exercise each)

@@ -1,6 +1,6 @@
 """The gradebook and a lab's submissions as flat records: CSV files and the JSON API share them.
 
-Field names are stable and documented (README, "Instructors"): a script that reads an export
+Field names are stable and documented (docs/instructors/class.md): a script that reads an export
 keeps working when content is added, as long as it reads fields by name.
 """
 

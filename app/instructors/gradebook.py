@@ -5,7 +5,7 @@ for a set of students with a few grouped queries (never one query per student). 
 column is a new source (``ExerciseSetSource``: each exercise set's solved answer parts).
 
 Column keys are stable (``quiz:<quiz-id>``, ``lab:<lab-id>``, ``exercises:<set-id>``, ``flashcards:reviews`` …): they
-name the sort order, and the CSV and JSON fields (README, "Instructors").
+name the sort order, and the CSV and JSON fields (docs/instructors/class.md).
 """
 
 from __future__ import annotations

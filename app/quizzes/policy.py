@@ -1,6 +1,6 @@
 """A quiz's attempt policy and due date, as pure functions over plain values.
 
-Authored per quiz (``max_attempts``, ``show_answers``, ``due``; README, "Authoring content").
+Authored per quiz (``max_attempts``, ``show_answers``, ``due``; docs/reference/content.md).
 A late attempt is marked, never refused.
 """
 

@@ -194,7 +194,8 @@ class Grader:
             return self._verdict(lab, "compile_error", f"{type(exc).__name__} at {where}: {exc.msg}", [])
         except ValueError as exc:  # null bytes
             return self._verdict(lab, "compile_error", f"the submission cannot be compiled: {exc}", [])
-        from labs.spec import precheck  # a speed bump only: no guarantee depends on it (labs/README.md "The pre-check")
+        # A speed bump only: no guarantee depends on it (docs/reference/architecture.md, "The pre-check").
+        from labs.spec import precheck
 
         refused = precheck.refusal(code, public_files=lab.spec.public_files, allow=lab.spec.precheck.allow)
         if refused is not None:
@@ -357,7 +358,9 @@ class Grader:
             if run.info.get("output")
         }
         verdict.data = {
-            "ranks": {f"ws{g.world_size}": [rank_data(run) for run in g.ranks] for g in groups if g.status},
+            # A group in flight when the sandbox stopped answering has no status, but what the kernel saw of it
+            # (a fork refused at the limit, an OOM kill) is why.
+            "ranks": {f"ws{g.world_size}": [rank_data(run) for run in g.ranks] for g in groups if g.status or seen(g)},
             "wire": wire_pictures(groups),
         }
         reference = reference_wire(lab)
@@ -373,6 +376,11 @@ def late_faults(groups: list[GroupRun]) -> list[str]:
         for g in groups
         if g.fault_report and (g.fault_report.get("fault") or {}).get("late")
     ]
+
+
+def seen(group: GroupRun) -> bool:
+    """Whether the kernel saw anything of a group's ranks: a fork refused at the limit, an OOM kill."""
+    return any(run.pids_limited or run.oom_killed for run in group.ranks)
 
 
 def rank_data(run: RankRun) -> dict[str, Any]:

@@ -64,6 +64,17 @@ def test_a_changed_lab_gets_a_new_version_and_keeps_the_old_one(session: Session
     assert sync_tree(load_tree(root), session=session, now=T2).summary()["updated"] == {}  # same files: same version
 
 
+def test_design_notes_are_never_part_of_a_version(session: Session, tmp_path: Path) -> None:
+    """NOTES.md is for authors and the docs' catalogue: writing or changing it makes no new version."""
+    root = copy_content(tmp_path)
+    notes = root / "labs" / "ring-allreduce" / "NOTES.md"
+    notes.write_text("# Design notes: ring-allreduce\n\nWhy the traffic bound is 1.25x.\n")
+    assert sync_tree(load_tree(root), session=session, now=T1).summary()["updated"] == {}
+    notes.write_text(notes.read_text() + "More.\n")
+    assert sync_tree(load_tree(root), session=session, now=T2).summary()["updated"] == {}
+    assert "NOTES.md" not in catalog.lab_version(session, "ring-allreduce", 1).files  # type: ignore[union-attr]
+
+
 def test_a_removed_lab_is_retired_and_its_versions_kept(session: Session, tmp_path: Path) -> None:
     root = copy_content(tmp_path)
     shutil.rmtree(root / "labs" / "debugging-tools")  # no lab comes after it (tests/content/test_lab_order.py)

@@ -20,16 +20,39 @@ os.environ["RINGLAB_TEST_WORKER_SECRET"] = SECRET
 
 # Zygotes forked from the torch-warm template (as root, the default) and started cold (otherwise).
 MODES = ["fork", "cold"] if template.available() else ["cold"]
+# The walls (bubblewrap, seccomp, control groups, a uid per rank) are the sandbox's, the same however a
+# zygote starts: the wall tests take ``worker_grader``, in the worker's own mode (the first) alone, and
+# tests/labs/test_grading.py grades in both. (Every mode tripled those tests' time: the cold one is slow.)
+
+
+@pytest.fixture(scope="session")
+def graders() -> Iterator[dict[str, object]]:
+    """This test process's graders by mode, each made on first use and closed at the end."""
+    made: dict[str, object] = {}
+    yield made
+    for g in made.values():
+        g.close()  # type: ignore[attr-defined]
+
+
+def _grader(graders: dict[str, object], mode: str) -> object:
+    from labs.host.grader import Grader
+
+    if mode not in graders:
+        g = Grader(pool_size=2, fork_from_template=mode == "fork")
+        assert (g.template is not None) == (mode == "fork")
+        graders[mode] = g
+    return graders[mode]
 
 
 @pytest.fixture(scope="session", params=MODES)
-def grader(request: pytest.FixtureRequest) -> Iterator[object]:
-    from labs.host.grader import Grader
+def grader(request: pytest.FixtureRequest, graders: dict[str, object]) -> object:
+    return _grader(graders, request.param)
 
-    g = Grader(pool_size=2, fork_from_template=request.param == "fork")
-    assert (g.template is not None) == (request.param == "fork")
-    yield g
-    g.close()
+
+@pytest.fixture(scope="session")
+def worker_grader(graders: dict[str, object]) -> object:
+    """A grader in the mode the worker itself uses: forking zygotes from the template where it can."""
+    return _grader(graders, MODES[0])
 
 
 @pytest.fixture(scope="module")

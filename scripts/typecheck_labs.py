@@ -12,8 +12,9 @@ its own (``labs_<id>.checks``) under ``build/typecheck-labs`` (a fixed place, so
 right), puts ``_common`` on the search path (the ranks import its modules by their plain names),
 and runs mypy once over them all. Problems name the real files.
 
-``--with-project`` checks the project's own packages (``app``, ``labs``) in the same mypy run, with
-the project's cache: the test command does, so that torch's types are read once, not twice.
+``--with-project`` checks the project's own packages (``app``, ``labs``) and the docs site's build
+hooks (``docs/hooks``) in the same mypy run, with the project's cache: the test command does, so
+that torch's types are read once, not twice.
 
     .venv/bin/python scripts/typecheck_labs.py [--with-project] [CONTENT_LABS_DIR]
 """
@@ -55,6 +56,7 @@ def main() -> int:
     command = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")]
     if project:  # the default labs and the project together: module names and paths are always these
         command += [str(REPO / "app"), str(REPO / "labs"), str(FARM)]
+        command += sorted(str(p) for p in (REPO / "docs" / "hooks").glob("*.py"))
     else:
         command += ["--cache-dir", str(REPO / "build" / "typecheck-labs-cache"), str(FARM)]
     command += sorted(str(p) for p in common.glob("*.py"))

@@ -32,6 +32,8 @@ from tests.pg import PostgresCluster
 
 REPO = Path(__file__).resolve().parents[1]
 CONTENT_DIR = REPO / "content"
+# How many labs the repository holds: the path through them and the pages that count them say so.
+LAB_COUNT = sum(1 for p in (CONTENT_DIR / "labs").iterdir() if (p / "lab.yaml").is_file())
 BACKENDS = [b.strip() for b in os.environ.get("RINGLAB_TEST_BACKENDS", "sqlite,postgresql").split(",") if b.strip()]
 
 

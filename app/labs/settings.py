@@ -24,6 +24,9 @@ class LabSettings(BaseSettings):
     # below the process that starts it, so that grading on the web server's machine takes only
     # the CPU the web process leaves.
     worker_nice: int = Field(default=10, ge=0, le=19)
+    # A worker refuses to start on a torch release other than the one the labs are proven on
+    # (app.labs.worker.TORCH_SERIES) unless this is set.
+    worker_any_torch: bool = False
 
     def embedded(self, database_url: str) -> bool:
         if self.embedded_worker is not None:

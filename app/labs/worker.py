@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,12 +42,29 @@ log = logging.getLogger("ringlab.worker")
 WOKEN_POLL_S = 0.5  # with a wake-up listener: how often to look for expired leases anyway
 RETRY_S = (0.2, 0.5, 1.0, 2.0)  # pauses between tries while the database is unavailable; then the last
 T = TypeVar("T")
+# The torch release every lab is proven on: pyproject's worker extra pins it (tests/labs_app/test_worker_torch.py
+# keeps the two equal). A reference may use what only this release has (``dist.all_gather_single``, which
+# torch 2.11 lacks), so a worker on another one could fail a lab's own solution and every student with it.
+TORCH_SERIES = "2.13"
 Grade = Callable[[Job, str], dict[str, Any]]  # (job with its lab_dir, backend) -> Verdict.to_dict()
 Load = Callable[[Job], None]  # loads the job's lab (its checks) before grading; raising means it cannot be
 
 
 def new_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def torch_mismatch(version: str, series: str | None = None) -> str | None:
+    """Why a worker with torch ``version`` must not grade, or None when it is the release the labs are proven on."""
+    series = series or TORCH_SERIES
+    release = version.split("+")[0]
+    if release == series or release.startswith(f"{series}."):
+        return None
+    return (
+        f"torch {version} is installed, but the labs are proven on torch {series}: a lab's own reference may fail on "
+        f"another release. Install torch=={series}.0 (on a GPU node, its CUDA build), or set "
+        "RINGLAB_WORKER_ANY_TORCH=1 to grade anyway (then prove the labs there first: ringlab lab test)"
+    )
 
 
 def published_preloads(readers: sessionmaker[Session]) -> list[str]:
@@ -328,6 +346,10 @@ def start(
     from labs.host.grader import Grader, gpu_count
 
     settings, lab_settings = get_settings(), LabSettings()
+    mismatch = None if lab_settings.worker_any_torch else torch_mismatch(metadata.version("torch"))
+    if mismatch is not None:
+        log.error("refusing to grade: %s.", mismatch)
+        return 2
     gpus = gpu_count()
     engine = make_engine(settings.sqlalchemy_url)
     grader = Grader(

@@ -102,30 +102,50 @@ def judge(
     return Outcome(False, f"{summarise_failures(failures, total)}.{extra}", data, fraction=passed / total)
 
 
-def ranks_identical(facts: Facts, *, steps: int, advice: str, first_check: str, void: Void | None = None) -> Outcome:
-    """Every rank ended with the same parameters (``params``), per world size; ``advice`` says how to get there."""
+def ranks_identical(
+    facts: Facts,
+    *,
+    steps: int,
+    advice: str,
+    first_check: str,
+    void: Void | None = None,
+    checks: tuple[str, ...] = ("parameters",),
+    label: Callable[[Any, Case], str] | None = None,
+    at_most: int | None = None,
+) -> Outcome:
+    """Every rank ended with the same parameters (``params``) in every case judging one of ``checks``.
+
+    ``advice`` says how to get there; ``first_check`` is the check whose message shows why training did
+    not finish. ``label(group, case)`` names a run (default: its world size), and ``at_most`` shows only
+    that many differing runs, then how many more (default: all).
+    """
     problems: list[str] = []
     unfinished: list[str] = []
     good = total = 0
-    for g, i, _ in cases_judging(facts, "parameters"):
-        total += 1
-        if not finished(g, i):
-            unfinished.append(str(g.world_size))
-            continue
-        voided = void(g, i) if void else None
-        if voided:
-            problems.append(f"world size {g.world_size}: {voided}")
-            continue
-        diff = first_difference([result(g, i, r) for r in range(g.world_size)], steps)
-        if diff:
-            problems.append(f"world size {g.world_size}: {diff}")
-        else:
-            good += 1
+    for check in checks:
+        for g, i, case in cases_judging(facts, check):
+            total += 1
+            where = label(g, case) if label else f"world size {g.world_size}"
+            if not finished(g, i):
+                unfinished.append(where)
+                continue
+            voided = void(g, i) if void else None
+            diff = voided or first_difference([result(g, i, r) for r in range(g.world_size)], steps)
+            if diff:
+                problems.append(f"{where}: {diff}")
+            else:
+                good += 1
     if not total:
         return Outcome(False, "no cases were run for this check", fraction=0.0)
-    message = "; ".join(problems) + f". {advice}" if problems else ""
+    message = ""
+    if problems:
+        shown = problems[:at_most] if at_most else problems
+        more = len(problems) - len(shown)
+        tail = f" ({more} more {'runs' if more > 1 else 'run'} like it)" if more else ""
+        message = "; ".join(shown) + f"{tail}. {advice}"
     if unfinished:
-        why = UNFINISHED.format(sizes(unfinished), "the ranks' parameters could not be compared", first_check)
+        where = "; ".join(unfinished) if label else sizes([u.removeprefix("world size ") for u in unfinished])
+        why = UNFINISHED.format(where, "the ranks' parameters could not be compared", first_check)
         message += (" " if message else "") + why[0].upper() + why[1:] + "."
     if message:
         return Outcome(False, message, fraction=good / total)

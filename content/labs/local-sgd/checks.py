@@ -222,39 +222,14 @@ def local_steps(facts: Facts) -> Outcome:
 
 def ranks_identical(facts: Facts) -> Outcome:
     """Every rank ended each run with the same parameters (8 steps is a multiple of H: training ends averaged)."""
-    problems: list[str] = []
-    unfinished: list[str] = []
-    good = total = 0
-    for check in ("synchronous", "local-steps"):
-        for g, i, case in training.cases_judging(facts, check):
-            total += 1
-            where = f"world size {g.world_size}, H = {case.inputs[0]['H']}"
-            if not training.finished(g, i):
-                unfinished.append(where)
-                continue
-            voided = VOID(g, i)
-            diff = voided or training.first_difference([result(g, i, r) for r in range(g.world_size)], STEPS)
-            if diff:
-                problems.append(f"{where}: {diff}")
-            else:
-                good += 1
-    if not total:
-        return Outcome(False, "no cases were run for this check", fraction=0.0)
-    message = ""
-    if problems:
-        more = f" ({len(problems) - 1} more runs like it)" if len(problems) > 1 else ""
-        message = (
-            f"{problems[0]}{more}. {STEPS} steps is a multiple of every H, so the last step ends with an"
-            " average: every rank must receive the same mean of every parameter."
-        )
-    if unfinished:
-        message += (" " if message else "") + (
-            f"Training did not finish on every rank ({'; '.join(unfinished)}), so the ranks' parameters could"
-            " not be compared: fix the error that the other checks show."
-        )
-    if message:
-        return Outcome(False, message, fraction=good / total)
-    return Outcome(True, "every rank ended every run with the same parameters", fraction=1.0)
+    advice = (
+        f"{STEPS} steps is a multiple of every H, so the last step ends with an average: every rank must receive the"
+        " same mean of every parameter."
+    )
+    return training.ranks_identical(
+        facts, steps=STEPS, advice=advice, first_check="synchronous", void=VOID, checks=("synchronous", "local-steps"),
+        label=lambda g, case: f"world size {g.world_size}, H = {case.inputs[0]['H']}", at_most=1,
+    )  # fmt: skip
 
 
 # ---- communication ------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 
 from labs.rank import netstat
-from labs.rank.zygote import Window
+from labs.rank.window import Window
 
 PAYLOAD = 300_000
 

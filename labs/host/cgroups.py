@@ -30,113 +30,32 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import signal
-import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
+from labs.host.cgroupfs import (
+    ROOT_NAME,
+    CgroupError,
+    Hierarchy,
+    detect,
+    enable_controllers,
+    kill_and_remove,
+    parse_keyed,
+    parse_limit,
+    read,
+    write,
+)
 from labs.host.pidns import namespace_of
 
-ROOT_NAME = "ringlab"
-CONTROLLERS = ("memory", "pids")
 SETUP_BYTES = 1 << 30  # a rank's room before it is armed: torch's runtime, gloo's buffers, CUDA's host memory
 SANDBOX_BYTES = 1 << 30  # the zygote relays inputs and results (each up to a few hundred MB)
 SANDBOX_PIDS = 128  # the sandbox's init, the zygote, a script lab's agent store and their threads
-KILL_WAIT_S = 30.0  # 64 dying torch-sized processes of a fork bomb took 3 s on 2 idle cores
-
 # What each version calls the same thing.
 V1_FILES = {"limit": "memory.limit_in_bytes", "usage": "memory.usage_in_bytes", "peak": "memory.max_usage_in_bytes"}
 V2_FILES = {"limit": "memory.max", "usage": "memory.current", "peak": "memory.peak"}
 
 
-class CgroupError(Exception):
-    """Control groups cannot be used here, or a group could not be set up."""
-
-
 # --- pure parts ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Mount:
-    point: Path
-    fstype: str
-    options: frozenset[str]  # the superblock options: a v1 hierarchy names its controllers there
-
-
-def parse_mountinfo(text: str) -> list[Mount]:
-    """The mounts of ``/proc/self/mountinfo`` (mount point, filesystem type, superblock options)."""
-    mounts = []
-    for line in text.splitlines():
-        before, sep, after = line.partition(" - ")
-        fields, tail = before.split(), after.split()
-        if not sep or len(fields) < 5 or len(tail) < 3:
-            continue
-        point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
-        mounts.append(Mount(Path(point), tail[0], frozenset(tail[2].split(","))))
-    return mounts
-
-
-@dataclass(frozen=True)
-class Hierarchy:
-    """Where ringlab's groups go: v1 has a mount per controller, v2 one for both (``memory == pids``)."""
-
-    version: int
-    memory: Path
-    pids: Path
-
-    @property
-    def mode(self) -> str:
-        return f"cgroup v{self.version}"
-
-    def roots(self) -> list[Path]:
-        """The hierarchies every group exists in (one on v2)."""
-        return [self.memory] if self.version == 2 else [self.memory, self.pids]
-
-    def dirs(self, *parts: str) -> list[Path]:
-        """A group's directory in each hierarchy."""
-        return [root.joinpath(ROOT_NAME, *parts) for root in self.roots()]
-
-
-def choose_hierarchy(mounts: list[Mount], v2_controllers: dict[Path, set[str]]) -> Hierarchy | str:
-    """The hierarchy that holds both the memory and the pids controller, or why there is none.
-
-    v1 when both controllers are mounted as v1 hierarchies (a hybrid host that also mounts an empty
-    cgroup2 uses those); else a cgroup2 mount whose ``cgroup.controllers`` lists both.
-    """
-    v1 = {c: m.point for m in mounts if m.fstype == "cgroup" for c in CONTROLLERS if c in m.options}
-    if len(v1) == len(CONTROLLERS):
-        return Hierarchy(1, v1["memory"], v1["pids"])
-    unified = [m.point for m in mounts if m.fstype == "cgroup2"]
-    for point in sorted(unified, key=lambda p: (p != Path("/sys/fs/cgroup"), str(p))):
-        if set(CONTROLLERS) <= v2_controllers.get(point, set()):
-            return Hierarchy(2, point, point)
-    if unified:
-        have = sorted(set().union(*(v2_controllers.get(p, set()) for p in unified)) | set(v1))
-        return (
-            "no cgroup hierarchy offers both the memory and the pids controller "
-            f"(cgroup2 at {unified[0]}; controllers available: {', '.join(have) or 'none'})"
-        )
-    return "no cgroup filesystem is mounted (mount cgroup2 at /sys/fs/cgroup)"
-
-
-def parse_keyed(text: str) -> dict[str, int]:
-    """A flat keyed file (``memory.events``, ``pids.events``, v1 ``memory.oom_control``): key -> number."""
-    values = {}
-    for line in text.splitlines():
-        key, _, value = line.strip().partition(" ")
-        with contextlib.suppress(ValueError):
-            values[key] = int(value.strip())
-    return values
-
-
-def parse_limit(text: str) -> int | None:
-    """A limit file's value; None for v2's ``max`` (or v1's near-2**63 "unlimited")."""
-    text = text.strip()
-    if text == "max":
-        return None
-    value = int(text)
-    return None if value >= 1 << 62 else value
 
 
 def worker_name(pidns: int, pid: int, started: int, serial: int) -> str:
@@ -169,107 +88,6 @@ def start_time(pid: int) -> int | None:
             return int(f.read().rpartition(")")[2].split()[19])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def detect() -> Hierarchy | str:
-    """This host's hierarchy for memory and pids, or why control groups cannot be used (not root, none)."""
-    try:
-        with open("/proc/self/mountinfo") as f:
-            mounts = parse_mountinfo(f.read())
-    except OSError as exc:
-        return f"cannot read the mounts: {exc}"
-    controllers = {}
-    for m in mounts:
-        if m.fstype == "cgroup2":
-            with contextlib.suppress(OSError):
-                controllers[m.point] = set((m.point / "cgroup.controllers").read_text().split())
-    found = choose_hierarchy(mounts, controllers)
-    if isinstance(found, str):
-        return found
-    if os.geteuid() != 0:
-        return f"{found.mode} is mounted, but only root may create groups and move processes into them"
-    for root in found.roots():
-        if not os.access(root, os.W_OK):
-            return f"{found.mode} is mounted read-only at {root}"
-    return found
-
-
-def _write(path: Path, value: str) -> None:
-    with open(path, "w") as f:
-        f.write(value)
-
-
-def _read(path: Path) -> str:
-    with open(path) as f:
-        return f.read()
-
-
-def _procs(directory: Path) -> list[int]:
-    try:
-        return [int(x) for x in _read(directory / "cgroup.procs").split()]
-    except (OSError, ValueError):
-        return []
-
-
-def _tree(top: Path) -> Iterator[Path]:
-    """``top`` and every group below it, deepest first (the order to remove them in)."""
-    try:
-        below = sorted(p for p in top.iterdir() if p.is_dir())
-    except OSError:  # gone already
-        return
-    for child in below:
-        yield from _tree(child)
-    yield top
-
-
-def kill_and_remove(tops: Iterable[Path], wait_s: float = KILL_WAIT_S) -> bool:
-    """SIGKILL every process in these groups and those below them, then remove the groups.
-
-    True when all are gone. A process dies asynchronously, so this waits (up to ``wait_s``) for the
-    groups to empty before removing them.
-    """
-    groups = [g for top in tops for g in _tree(top)]
-    deadline = time.monotonic() + wait_s
-    for g in groups:
-        with contextlib.suppress(OSError):
-            if (g / "cgroup.kill").exists():  # v2 (5.14+): every process at once, forks in flight included
-                _write(g / "cgroup.kill", "1")
-    while True:
-        alive = [pid for g in groups for pid in _procs(g)]
-        for pid in alive:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        if not alive or time.monotonic() > deadline:
-            break
-        time.sleep(0.01)
-    done = True
-    for g in groups:  # deepest first
-        for attempt in range(50):
-            try:
-                g.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:  # EBUSY while the last task is still leaving
-                if attempt == 49:
-                    done = False
-                time.sleep(0.01)
-    return done
-
-
-def enable_controllers(root: Path, group: Path) -> None:
-    """v2: turn memory and pids on for the children of every group from the hierarchy's root down to ``group``."""
-    parts = group.relative_to(root).parts
-    for path in [root, *(root.joinpath(*parts[: i + 1]) for i in range(len(parts)))]:
-        if set(CONTROLLERS) <= set(_read(path / "cgroup.subtree_control").split()):
-            continue
-        try:
-            _write(path / "cgroup.subtree_control", " ".join(f"+{c}" for c in CONTROLLERS))
-        except OSError as exc:
-            raise CgroupError(
-                f"cannot enable the memory and pids controllers below {path} ({exc.strerror}); on cgroup v2 "
-                "that group must hold no processes of its own"
-            ) from exc
 
 
 class Cgroups:
@@ -369,24 +187,24 @@ class JobCgroups:
         if memory is not None:
             self._limit_memory(dirs[0], memory)
         if pids is not None:
-            _write(dirs[-1] / "pids.max", str(pids))
+            write(dirs[-1] / "pids.max", str(pids))
 
     def _limit_memory(self, d: Path, limit: int) -> None:
         if self.h.version == 2:
-            _write(d / "memory.max", str(limit))
+            write(d / "memory.max", str(limit))
             if (d / "memory.swap.max").exists():
-                _write(d / "memory.swap.max", "0")
+                write(d / "memory.swap.max", "0")
             return
         # v1: memory+swap may never be below memory, so which goes first depends on the direction.
-        current = parse_limit(_read(d / "memory.limit_in_bytes"))
+        current = parse_limit(read(d / "memory.limit_in_bytes"))
         names = ["memory.limit_in_bytes"]
         if (d / "memory.memsw.limit_in_bytes").exists():
             lowering = current is None or limit < current
             names = [*names, "memory.memsw.limit_in_bytes"] if lowering else ["memory.memsw.limit_in_bytes", *names]
         for name in names:
-            _write(d / name, str(limit))
+            write(d / name, str(limit))
         with contextlib.suppress(OSError):  # kernel memory is charged to the group's usage anyway on 5.x and later
-            _write(d / "memory.kmem.limit_in_bytes", str(limit))
+            write(d / "memory.kmem.limit_in_bytes", str(limit))
 
     def adopt(self, pids: Iterable[int]) -> None:
         """Put the sandbox's own processes (host pids) in the job's ``sandbox`` group."""
@@ -408,7 +226,7 @@ class JobCgroups:
                 self._make(dirs, self.rank_bytes + SETUP_BYTES, self.pids_per_rank)
                 if self.h.version == 2:
                     with contextlib.suppress(OSError):  # an OOM kill ends the whole rank, not one of its processes
-                        _write(dirs[0] / "memory.oom.group", "1")
+                        write(dirs[0] / "memory.oom.group", "1")
             except OSError as exc:
                 raise CgroupError(f"cannot create the control group of rank {rank}: {exc}") from exc
             self.ranks[rank] = dirs
@@ -417,7 +235,7 @@ class JobCgroups:
     def _move(self, pid: int, dirs: list[Path]) -> bool:
         for d in dirs:
             try:
-                _write(d / "cgroup.procs", str(pid))
+                write(d / "cgroup.procs", str(pid))
             except ProcessLookupError:
                 return False
             except OSError as exc:
@@ -429,7 +247,7 @@ class JobCgroups:
         for rank, dirs in self.ranks.items():
             with contextlib.suppress(OSError):
                 if self.h.version == 1:
-                    _write(dirs[0] / "memory.max_usage_in_bytes", "0")
+                    write(dirs[0] / "memory.max_usage_in_bytes", "0")
                 else:
                     fd = os.open(dirs[0] / "memory.peak", os.O_RDWR | os.O_CLOEXEC)
                     try:
@@ -457,7 +275,7 @@ class JobCgroups:
         if rank not in self.ranks:
             return None
         try:
-            return _read(self.ranks[rank][0] / (V1_FILES if self.h.version == 1 else V2_FILES)[what])
+            return read(self.ranks[rank][0] / (V1_FILES if self.h.version == 1 else V2_FILES)[what])
         except OSError:
             return None
 
@@ -490,10 +308,10 @@ class JobCgroups:
             return False
         d = self.ranks[rank][0]
         try:
-            events = parse_keyed(_read(d / ("memory.oom_control" if self.h.version == 1 else "memory.events")))
+            events = parse_keyed(read(d / ("memory.oom_control" if self.h.version == 1 else "memory.events")))
             if "oom_kill" in events:
                 return events["oom_kill"] > 0
-            return sigkilled and int(_read(d / "memory.failcnt")) > 0
+            return sigkilled and int(read(d / "memory.failcnt")) > 0
         except (OSError, ValueError):
             return False
 
@@ -502,7 +320,7 @@ class JobCgroups:
         if rank not in self.ranks:
             return False
         try:
-            return parse_keyed(_read(self._file(rank, "pids", "pids.events"))).get("max", 0) > 0
+            return parse_keyed(read(self._file(rank, "pids", "pids.events"))).get("max", 0) > 0
         except OSError:
             return False
 

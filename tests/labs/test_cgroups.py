@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.host import cgroups, pidns, uids
+from labs.host import cgroupfs, cgroups, pidns, uids
 from labs.host.judge import GroupRun, RankRun, memory_peak
 
 from .conftest import solution
@@ -40,7 +40,7 @@ UNIFIED = """\
 
 
 def have_cgroups() -> bool:
-    return not isinstance(cgroups.detect(), str)
+    return not isinstance(cgroupfs.detect(), str)
 
 
 needs_cgroups = pytest.mark.skipif(not have_cgroups(), reason="needs root and the memory and pids cgroup controllers")
@@ -50,7 +50,7 @@ needs_cgroups = pytest.mark.skipif(not have_cgroups(), reason="needs root and th
 
 
 def test_mountinfo_is_parsed_with_controllers_and_escaped_paths() -> None:
-    mounts = cgroups.parse_mountinfo(HYBRID + UNIFIED)
+    mounts = cgroupfs.parse_mountinfo(HYBRID + UNIFIED)
     by_point = {str(m.point): m for m in mounts}
     assert by_point["/sys/fs/cgroup/memory"].fstype == "cgroup"
     assert "memory" in by_point["/sys/fs/cgroup/memory"].options
@@ -60,9 +60,9 @@ def test_mountinfo_is_parsed_with_controllers_and_escaped_paths() -> None:
 
 
 def test_a_hybrid_host_uses_its_v1_controllers() -> None:
-    found = cgroups.choose_hierarchy(cgroups.parse_mountinfo(HYBRID), {Path("/sys/fs/cgroup/unified"): set()})
-    assert found == cgroups.Hierarchy(1, Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/pids"))
-    assert isinstance(found, cgroups.Hierarchy) and found.mode == "cgroup v1"
+    found = cgroupfs.choose_hierarchy(cgroupfs.parse_mountinfo(HYBRID), {Path("/sys/fs/cgroup/unified"): set()})
+    assert found == cgroupfs.Hierarchy(1, Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/pids"))
+    assert isinstance(found, cgroupfs.Hierarchy) and found.mode == "cgroup v1"
     assert found.dirs("w", "job-1") == [
         Path("/sys/fs/cgroup/memory/ringlab/w/job-1"),
         Path("/sys/fs/cgroup/pids/ringlab/w/job-1"),
@@ -71,28 +71,28 @@ def test_a_hybrid_host_uses_its_v1_controllers() -> None:
 
 def test_a_v2_host_uses_the_unified_hierarchy_once() -> None:
     controllers = {Path("/sys/fs/cgroup"): {"cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc"}}
-    found = cgroups.choose_hierarchy(cgroups.parse_mountinfo(UNIFIED), controllers)
-    assert found == cgroups.Hierarchy(2, Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup"))
-    assert isinstance(found, cgroups.Hierarchy) and found.mode == "cgroup v2"
+    found = cgroupfs.choose_hierarchy(cgroupfs.parse_mountinfo(UNIFIED), controllers)
+    assert found == cgroupfs.Hierarchy(2, Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup"))
+    assert isinstance(found, cgroupfs.Hierarchy) and found.mode == "cgroup v2"
     assert found.dirs("w", "job-1", "g0-rank3") == [Path("/sys/fs/cgroup/ringlab/w/job-1/g0-rank3")]
 
 
 def test_a_host_without_the_controllers_says_which_it_has() -> None:
-    why = cgroups.choose_hierarchy(cgroups.parse_mountinfo(UNIFIED), {Path("/sys/fs/cgroup"): {"cpu", "io"}})
+    why = cgroupfs.choose_hierarchy(cgroupfs.parse_mountinfo(UNIFIED), {Path("/sys/fs/cgroup"): {"cpu", "io"}})
     assert isinstance(why, str)
     assert "memory and the pids controller" in why and "cpu, io" in why
-    assert "no cgroup filesystem is mounted" in str(cgroups.choose_hierarchy([], {}))
+    assert "no cgroup filesystem is mounted" in str(cgroupfs.choose_hierarchy([], {}))
 
 
 def test_the_kernels_files_are_read_as_numbers() -> None:
     v2_events = "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n"
     v1_oom = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"
-    assert cgroups.parse_keyed(v2_events)["oom_kill"] == 1
-    assert cgroups.parse_keyed(v1_oom) == {"oom_kill_disable": 0, "under_oom": 0, "oom_kill": 3}
-    assert cgroups.parse_keyed("max 7\n")["max"] == 7  # pids.events, both versions
-    assert cgroups.parse_limit("max\n") is None  # v2 memory.max / pids.max
-    assert cgroups.parse_limit("9223372036854771712\n") is None  # v1's "unlimited"
-    assert cgroups.parse_limit("536870912\n") == 512 << 20
+    assert cgroupfs.parse_keyed(v2_events)["oom_kill"] == 1
+    assert cgroupfs.parse_keyed(v1_oom) == {"oom_kill_disable": 0, "under_oom": 0, "oom_kill": 3}
+    assert cgroupfs.parse_keyed("max 7\n")["max"] == 7  # pids.events, both versions
+    assert cgroupfs.parse_limit("max\n") is None  # v2 memory.max / pids.max
+    assert cgroupfs.parse_limit("9223372036854771712\n") is None  # v1's "unlimited"
+    assert cgroupfs.parse_limit("536870912\n") == 512 << 20
     status = "Name:\tpython3\nTgid:\t4242\nNSpid:\t4242\t7\nNSpgid:\t4242\t1\n"
     assert pidns.parse_nspid(status) == [4242, 7]
     assert pidns.parse_nspid("Name:\tx\n") == []
@@ -199,7 +199,7 @@ def jobs_left(grader) -> list[Path]:
 @needs_cgroups
 def test_a_fork_bomb_beside_an_honest_grade_does_not_touch_it(two_graders) -> None:
     bombing, honest = two_graders
-    assert bombing.confinement == honest.confinement == cgroups.detect().mode  # type: ignore[union-attr]
+    assert bombing.confinement == honest.confinement == cgroupfs.detect().mode  # type: ignore[union-attr]
     # Every process forks again and again; refused, it waits a moment (the CPU stays for the honest grade's
     # ranks and the zygotes: on a loaded 2-core host, 128 spinning processes starve them all).
     bomb = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.05)\n"
@@ -268,8 +268,8 @@ def test_no_group_is_left_behind(two_graders) -> None:
 
 @needs_cgroups
 def test_groups_of_a_dead_worker_are_removed_at_start(tmp_path: Path) -> None:
-    found = cgroups.detect()
-    assert isinstance(found, cgroups.Hierarchy)
+    found = cgroupfs.detect()
+    assert isinstance(found, cgroupfs.Hierarchy)
     pidns = os.stat("/proc/self/ns/pid").st_ino
     stale = found.dirs(cgroups.worker_name(pidns, os.getpid(), 1, 1), "job-7", "sandbox")  # not our start time
     elsewhere = found.dirs(cgroups.worker_name(pidns + 1, 1, 1, 1))  # a worker of another container: kept

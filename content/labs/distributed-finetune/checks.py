@@ -1,0 +1,412 @@
+"""Trusted checks for distributed-finetune: the launches, the single-process reference, the rules.
+
+Never mounted into the sandbox. Per grading: a fresh ``SEED`` (the fine-tuning corpus and the
+held-out set, the sampler's shuffle) and ``CHECKPOINT_EVERY``; one uninterrupted launch per world
+size; at one world size, a launch killed by the driver at an optimizer step drawn so that the newest
+checkpoint before it lies inside an epoch, then a relaunch on the same CHECKPOINT_DIR.
+
+What earns points is read after the ranks exited: the JSON lines each launch left at METRICS_PATH
+(compared with ``reference.train``, one process emulating FSDP2's bf16 mixed precision, computed
+here), the relaunch's against the same world size's uninterrupted launch, and what each rank printed
+(captured by the zygote, outside the ranks). What the driver counted inside the ranks is only quoted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import cache
+from typing import Any
+
+import torch
+
+from labs.authoring import UNJUDGED, Case, Facts, GroupRun, Outcome, Phase, load_public, load_trusted, result, tallies
+
+SIZE = 32  # sequences in the corpus: whole micro-batches and steps at 1 and 2 ranks
+LOSS_RTOL = 1e-4  # bf16 rounding order (gloo's sums, an unsynced accumulation) moved losses by < 1e-6 (measured)
+PPL_RTOL = 1e-4
+LR_RTOL = 1e-9
+SAME_RTOL = 1e-5  # a resumed launch against the same world size's uninterrupted one (bitwise equal when right)
+NO_CHECKPOINT = 1000  # CHECKPOINT_EVERY of the uninterrupted launches: past the last step, so they save none
+RESUME_AT = 2  # the world size of the killed launch and its relaunch
+LOG_LINE = re.compile(r"^step \d+", re.MULTILINE)
+METRICS, RELAUNCH = "metrics.jsonl", "relaunch.jsonl"  # METRICS_PATH's name: a launch's, the relaunch's
+
+
+def _draw(gen: torch.Generator, low: int, high: int) -> int:
+    return int(torch.randint(low, high + 1, (1,), generator=gen))
+
+
+def _env(folder: str, seed: int, every: int, metrics: str = METRICS) -> dict[str, Any]:
+    return {
+        "SEED": seed,
+        "CORPUS_SIZE": SIZE,
+        "CHECKPOINT_EVERY": every,
+        "CHECKPOINT_DIR": f"{{shared}}/{folder}/checkpoints",
+        "METRICS_PATH": f"{{shared}}/{folder}/{metrics}",
+    }
+
+
+def _steps(task: Any, world_size: int) -> tuple[int, int]:
+    """(optimizer steps per epoch, in all) at ``world_size``."""
+    per_epoch = SIZE // world_size // task.LOCAL_BATCH // task.ACCUMULATION
+    return per_epoch, per_epoch * task.EPOCHS
+
+
+def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
+    """One uninterrupted launch per world size, then a killed launch and its relaunch at ``RESUME_AT``."""
+    task, reference = load_public(__file__, "task"), load_trusted(__file__, "reference")
+    seed = _draw(gen, 1, 2**30)
+    every = _draw(gen, 2, 3)
+    out: list[Phase] = []
+    for n in world_sizes:
+        want = reference.train(task, seed, SIZE, n) | {"folder": f"run-{n}", "seed": seed, "world_size": n}
+        inputs = [{"env": _env(f"run-{n}", seed, NO_CHECKPOINT)} for _ in range(n)]
+        label = f"an uninterrupted launch on {n} rank{'s' if n > 1 else ''}"
+        out.append(Phase("launch", n, [_case("trajectory", label, inputs, want)], shares_dir=True))
+    n = RESUME_AT if RESUME_AT in world_sizes else max(world_sizes)
+    per_epoch, total = _steps(task, n)
+    # A checkpoint inside an epoch (so the relaunch must restore the sampler's position), killed 1 or 2 steps after.
+    kills = [(c, k) for c in range(every, total, every) if c % per_epoch for k in (c + 1, c + 2) if k < total]
+    kills = [(c, k) for c, k in kills if k < c + every]
+    newest, kill = kills[_draw(gen, 0, len(kills) - 1)]
+    folder = f"resume-{n}"
+    first = [{"env": _env(folder, seed, every), "kill_at": kill} for _ in range(n)]
+    label = f"a launch on {n} ranks killed after optimizer step {kill}"
+    out.append(Phase("killed launch", n, [_case(UNJUDGED, label, first, {})], expect_crash=True, shares_dir=True))
+    want = {"folder": folder, "run": f"run-{n}", "newest": newest, "kill": kill, "total": total, "every": every}
+    again = [{"env": _env(folder, seed, every, RELAUNCH)} for _ in range(n)]
+    label = f"relaunched on {n} ranks after a kill at step {kill}"
+    out.append(Phase("relaunch", n, [_case("resume", label, again, want)], shares_dir=True))
+    return out
+
+
+def _case(check: str, label: str, inputs: list[dict[str, Any]], want: dict[str, Any]) -> Case:
+    """One run of the script on every rank; ``expected[0]`` holds what the rules need (never compared whole)."""
+    return Case(check=check, fn="main", driver="run", label=label, inputs=inputs, expected=[want] * len(inputs))
+
+
+# --- reading what a launch left ----------------------------------------------------------------------------
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(nothing on stderr)"
+
+
+def _ended(g: GroupRun) -> str | None:
+    """Why a launch that should have finished did not, or None."""
+    if g.status is None:
+        return "not run: an earlier launch ended the grading"
+    got = result(g, 0, 0)
+    if isinstance(got, dict) and got.get("exit") != 0:
+        return f"rank 0's script exited with status {got.get('exit')}: {_last_line(got.get('stderr', ''))}"
+    if g.status != "ok":
+        ended = {"deadlock": "the ranks hung (deadlock)", "time_limit": "the time limit ran out"}
+        return f"the launch ended early: {ended.get(g.status, g.status)}"
+    return None
+
+
+def _metrics(g: GroupRun, folder: str, name: str = METRICS) -> tuple[list[dict[str, float]], float | None, str | None]:
+    """(the step records, the perplexity, a problem) of METRICS_PATH as the launch left it."""
+    data = g.files.get(f"{folder}/{name}")
+    if data is None:
+        return [], None, (_ended(g) or "") + ("; " if _ended(g) else "") + "METRICS_PATH was never written"
+    records: list[dict[str, float]] = []
+    perplexity = None
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if "perplexity" in row:
+                perplexity = float(row["perplexity"])
+            else:
+                records.append({"step": int(row["step"]), "loss": float(row["loss"]), "lr": float(row["lr"])})
+        except (ValueError, KeyError, TypeError):
+            return (
+                records,
+                perplexity,
+                f"line {number} of METRICS_PATH is not a record as the statement says: {line[:120]!r}",
+            )
+    steps = [r["step"] for r in records]
+    broken = next((i for i in range(1, len(steps)) if steps[i] != steps[i - 1] + 1), None)
+    if broken is not None:
+        seen = ", ".join(map(str, steps[max(0, broken - 3) : broken + 2]))
+        return records, perplexity, f"METRICS_PATH's steps do not follow each other once each: ..., {seen}, ..."
+    return records, perplexity, None
+
+
+def _runs(facts: Facts) -> list[tuple[GroupRun, dict[str, Any]]]:
+    return [(g, g.cases[0].expected[0]) for g in facts.groups if g.cases and g.cases[0].check == "trajectory"]
+
+
+def _close(got: float, want: float, rtol: float) -> bool:
+    return math.isfinite(got) and abs(got - want) <= rtol * abs(want)
+
+
+def _sizes(facts: Facts) -> str:
+    """The world sizes of the uninterrupted launches, in words: "1 and 2 ranks"."""
+    sizes = [str(want["world_size"]) for _, want in _runs(facts)]
+    said = ", ".join(sizes[:-1]) + f" and {sizes[-1]}" if len(sizes) > 1 else "".join(sizes)
+    return f"{said} rank{'s' if sizes != ['1'] else ''}"
+
+
+def _where(want: dict[str, Any]) -> str:
+    n = want["world_size"]
+    return f"{n} rank{'s' if n > 1 else ''}"
+
+
+@cache
+def _variants(seed: int, n: int) -> dict[str, dict[str, Any]]:
+    """The trajectories of known mistakes at ``n`` ranks (computed only for a launch that is wrong)."""
+    task, reference = load_public(__file__, "task"), load_trusted(__file__, "reference")
+    per_epoch, total = _steps(task, n)
+    V = reference.Variant
+    made = {
+        "fixed_order": V(fixed_order=True),
+        "last_micro": V(last_micro=True),
+        "warmup_from_zero": V(warmup_from_zero=True),
+        "cosine_micro": V(cosine_steps=total * task.ACCUMULATION),
+        "cosine_epoch": V(cosine_steps=per_epoch),
+    }
+    if n > 1:
+        made["unscaled"] = V(unscaled=True)
+    return {name: reference.train(task, seed, SIZE, n, v) for name, v in made.items()}
+
+
+ADVICE = {
+    "fixed_order": (
+        "Every epoch after the first trains on the batches of the first, in the same order: call"
+        " sampler.set_epoch(epoch) at the start of every epoch, so that DistributedSampler shuffles anew."
+    ),
+    "last_micro": (
+        "Each optimizer step used only the gradient of its last micro-batch: zero the gradients once per"
+        " optimizer step (after optimizer.step()), not before every micro-batch's backward."
+    ),
+    "warmup_from_zero": (
+        "The warmup starts one step late: optimizer step i (0-based) of the warmup uses"
+        " peak x (i + 1) / WARMUP_STEPS, so the first step already has a learning rate."
+    ),
+    "cosine_micro": (
+        "The cosine runs over the micro-batches, not the optimizer steps: its length is EPOCHS x"
+        " (optimizer steps per epoch), each of ACCUMULATION micro-batches."
+    ),
+    "cosine_epoch": "The cosine decays over one epoch's steps: its length is every optimizer step of every epoch.",
+    "unscaled": (
+        "The peak learning rate was not scaled with the world size: the global batch is WORLD_SIZE x"
+        " LOCAL_BATCH x ACCUMULATION sequences, so the peak is BASE_LR x WORLD_SIZE."
+    ),
+}
+DATA_RIGHT = ("last_micro", "warmup_from_zero", "cosine_micro", "cosine_epoch", "unscaled")
+
+
+def _matches(records: list[dict[str, float]], want: dict[str, Any]) -> bool:
+    losses = want["losses"]
+    return len(records) == len(losses) and all(
+        _close(r["loss"], w, LOSS_RTOL) for r, w in zip(records, losses, strict=True)
+    )
+
+
+def _known(records: list[dict[str, float]], want: dict[str, Any]) -> str | None:
+    """The known mistake whose trajectory the launch's is, or None."""
+    for name, run in _variants(want["seed"], want["world_size"]).items():
+        if _matches(records, run):
+            return name
+    return None
+
+
+def _first_difference(records: list[dict[str, float]], losses: list[float], key: str = "loss") -> str | None:
+    if len(records) != len(losses):
+        return f"METRICS_PATH holds {len(records)} optimizer steps, expected {len(losses)}"
+    for r, w in zip(records, losses, strict=True):
+        if not _close(r[key], w, LOSS_RTOL if key == "loss" else LR_RTOL):
+            return f"the {key} logged at step {r['step']} is {r[key]!r}, expected {w!r}"
+    return None
+
+
+# --- the rules ---------------------------------------------------------------------------------------------
+
+
+def trajectory(facts: Facts) -> Outcome:
+    tally = tallies.Tally(unit="wrong run", empty="no launch was run")
+    for g, want in _runs(facts):
+        records, _, problem = _metrics(g, want["folder"])
+        wrong = problem or _first_difference(records, want["losses"])
+        advice = ADVICE.get(_known(records, want) or "", "") if wrong and not problem else ""
+        tally.add(f"{_where(want)}: {wrong}" if wrong else None, advice)
+    advice = (
+        "The loss of a step is the mean over its whole global batch (every rank's micro-batches): all-reduce"
+        " it before rank 0 logs it. Compare your run with the statement's recipe line by line."
+    )
+    success = f"the loss of every optimizer step equals the reference's, at {_sizes(facts)}"
+    return tally.outcome(success, advice=advice if tally.problems and not tally.advice else "", score=True)
+
+
+def sampler(facts: Facts) -> Outcome:
+    tally = tallies.Tally(unit="wrong run", empty="no launch was run")
+    for g, want in _runs(facts):
+        records, _, problem = _metrics(g, want["folder"])
+        if problem:
+            tally.add(f"{_where(want)}: {problem}")
+            continue
+        if _matches(records, want):
+            tally.add(None)
+            continue
+        known = _known(records, want)
+        if known in DATA_RIGHT:  # the steps trained on the right batches; another mistake changed the losses
+            tally.add(None)
+        elif known == "fixed_order":
+            repeated = "the losses of epochs 2 and after are those of training on epoch 1's order again"
+            tally.add(f"{_where(want)}: {repeated}", ADVICE[known])
+        else:
+            said = _first_difference(records, want["losses"])
+            tally.add(
+                f"{_where(want)}: {said}; the batches each step trained on cannot be told apart from another"
+                " mistake: check that each rank reads its DistributedSampler's share, LOCAL_BATCH sequences per"
+                " micro-batch, with set_epoch(epoch) at every epoch"
+            )
+    success = f"every epoch trained on a new shuffle, split across the ranks, at {_sizes(facts)}"
+    return tally.outcome(success, score=True)
+
+
+def schedule(facts: Facts) -> Outcome:
+    tally = tallies.Tally(unit="wrong run", empty="no launch was run")
+    for g, want in _runs(facts):
+        records, _, problem = _metrics(g, want["folder"])
+        wrong = problem or _first_difference(records, want["lrs"], "lr")
+        advice = ""
+        if wrong and not problem:
+            for name, run in _variants(want["seed"], want["world_size"]).items():
+                if name in ("fixed_order", "last_micro") or len(run["lrs"]) != len(records):
+                    continue
+                if all(_close(r["lr"], w, LR_RTOL) for r, w in zip(records, run["lrs"], strict=True)):
+                    advice = ADVICE[name]
+                    break
+        tally.add(f"{_where(want)}: {wrong}" if wrong else None, advice)
+    success = f"the learning rate of every step follows warmup, cosine and linear scaling, at {_sizes(facts)}"
+    return tally.outcome(success, score=True)
+
+
+def perplexity(facts: Facts) -> Outcome:
+    tally = tallies.Tally(unit="wrong run", empty="no launch was run")
+    seen: dict[int, float] = {}
+    for g, want in _runs(facts):
+        _, got, problem = _metrics(g, want["folder"])
+        if problem or got is None:
+            tally.add(f"{_where(want)}: {problem or 'METRICS_PATH holds no perplexity record'}")
+            continue
+        seen[want["world_size"]] = got
+        ok = _close(got, want["perplexity"], PPL_RTOL)
+        tally.add(
+            None if ok else f"{_where(want)}: the held-out perplexity is {got!r}, expected {want['perplexity']!r}"
+        )
+    spread = ""
+    if len(seen) > 1:
+        gap = max(seen.values()) / min(seen.values()) - 1
+        spread = f" (they differ by {gap:.1%} across world sizes, as the reference's do)"
+    success = f"the final held-out perplexity equals the reference's at {_sizes(facts)}{spread}"
+    advice = (
+        "The perplexity is exp of the mean cross-entropy over every token of task.held_out(SEED), after the last step."
+    )
+    return tally.outcome(success, advice=advice if tally.problems else "", score=True)
+
+
+def _resume_wrong(facts: Facts, k: int, g: GroupRun, want: dict[str, Any]) -> str | None:
+    first = facts.groups[k - 1]
+    if first.status is None or g.status is None:
+        return "not run: an earlier launch ended the grading"
+    got = result(first, 0, 0)
+    if first.status != "crashed":
+        return f"the launch to be killed at step {want['kill']} was not: {_ended(first) or first.status}"
+    if isinstance(got, dict) and got.get("exit") not in (None, 0):
+        return f"the launch to be killed failed before: {_last_line(got.get('stderr', ''))}"
+    records, resumed_ppl, problem = _metrics(g, want["folder"], RELAUNCH)
+    if problem:
+        return f"the relaunch: {problem}"
+    run = next((g2 for g2 in facts.groups if g2.cases and g2.cases[0].expected[0].get("folder") == want["run"]), None)
+    base, base_ppl, base_problem = _metrics(run, want["run"]) if run is not None else ([], None, "not run")
+    if base_problem or len(base) != want["total"]:
+        why = base_problem or "too few steps"
+        return f"the uninterrupted launch on the same ranks, to compare with, is incomplete: {why}"
+    if not records or records[-1]["step"] != want["total"]:
+        return "the relaunch did not log every step to the last"
+    resumed = records
+    first_step = resumed[0]["step"]
+    if first_step == 1:
+        return (
+            "the relaunch started again at step 1: load the newest checkpoint in CHECKPOINT_DIR and continue after it"
+        )
+    if first_step != want["newest"] + 1:
+        return (
+            f"the relaunch's first step is {first_step}; the newest checkpoint holds {want['newest']} steps"
+            f" (CHECKPOINT_EVERY = {want['every']}), so it should continue with step {want['newest'] + 1}"
+        )
+    by_step = {r["step"]: r for r in base}
+    for r in resumed:
+        b = by_step[r["step"]]
+        if not _close(r["lr"], b["lr"], SAME_RTOL):
+            return (
+                f"after resuming, step {r['step']} used learning rate {r['lr']!r}, the uninterrupted launch"
+                f" {b['lr']!r}:"
+                " restore the scheduler's state (scheduler.state_dict()) with the checkpoint"
+            )
+        if not _close(r["loss"], b["loss"], SAME_RTOL):
+            if r["step"] == first_step:
+                return (
+                    f"the first step after resuming (step {r['step']}) has loss {r['loss']!r}, the uninterrupted launch"
+                    f" {b['loss']!r}: it trained other weights or other batches. Restore the model's shards, and"
+                    " continue"
+                    " the epoch where the checkpoint left it: set_epoch(epoch) and skip the micro-batches already done"
+                )
+            return (
+                f"after resuming, step {r['step']} has loss {r['loss']!r}, the uninterrupted launch {b['loss']!r},"
+                " while"
+                f" step {first_step} agreed: the optimizer's state (AdamW's moments and step count) was not restored"
+            )
+    if resumed_ppl is None or base_ppl is None or not _close(resumed_ppl, base_ppl, SAME_RTOL):
+        return f"the relaunch's final perplexity is {resumed_ppl!r}, the uninterrupted launch's {base_ppl!r}"
+    return None
+
+
+def resume(facts: Facts) -> Outcome:
+    tally = tallies.Tally(unit="wrong relaunch", empty="no relaunch was run")
+    for k, g in enumerate(facts.groups):
+        if g.cases and g.cases[0].check == "resume":
+            want = g.cases[0].expected[0]
+            wrong = _resume_wrong(facts, k, g, want)
+            tally.add(f"{g.world_size} ranks, killed after step {want['kill']}: {wrong}" if wrong else None)
+    success = "the relaunch continued after the newest checkpoint and ended exactly as the uninterrupted launch"
+    return tally.outcome(success, score=True)
+
+
+def logging(facts: Facts) -> Outcome:
+    tally = tallies.Tally(unit="wrong run", empty="no launch finished")
+    for g in facts.groups:
+        if g.status != "ok" or not g.cases:
+            continue
+        lines = [len(LOG_LINE.findall(str(run.info.get("output", "")))) for run in g.ranks]
+        where = f"{g.phase} on {g.world_size} rank{'s' if g.world_size > 1 else ''}"
+        if not lines[0]:
+            tally.add(f"{where}: rank 0 printed no line starting 'step <n>'")
+        elif any(lines[1:]):
+            others = [r for r, count in enumerate(lines) if r and count]
+            tally.add(
+                f"{where}: rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} printed log lines too"
+            )
+        else:
+            tally.add(None)
+    advice = "Log from rank 0 only: guard every print with `if rank == 0`."
+    success = f"only rank 0 logged, in all {tally.total} launches"
+    return tally.outcome(success, advice=advice if tally.problems else "", score=True)
+
+
+RULES = {
+    "trajectory": trajectory,
+    "sampler": sampler,
+    "schedule": schedule,
+    "perplexity": perplexity,
+    "resume": resume,
+    "logging": logging,
+}

@@ -73,7 +73,7 @@ def test_the_page_shows_the_path_in_order_with_each_labs_state_in_words(client: 
     shown = cards(page)
     assert list(shown) == list(anonymous)  # one order for everyone: the scores change states, not places
     assert list(shown)[:6] == ["memory-estimate", "tiled-attention", "collectives-p2p", "ring-allreduce",
-                               "ddp-from-scratch", "distributed-sampler"]  # fmt: skip
+                               "comm-bandwidth", "ddp-from-scratch"]  # fmt: skip
     specs = catalog.all_labs(session)
     for lab_id in shown:  # every lab after the labs it builds on
         assert all(list(shown).index(a) < list(shown).index(lab_id) for a in specs[lab_id].spec.after), lab_id

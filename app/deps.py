@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.accounts import service as accounts
 from app.config import Settings
+from app.courses import access
 from app.db import NOWAIT, WriterBusy, session_scope, utcnow
 from app.errors import Forbidden, SignInRequired, Unauthorized
 from app.web.auth import Principal
@@ -106,9 +107,23 @@ def current_user(request: Request) -> Principal:
     return user
 
 
+def require_staff(user: Annotated[Principal, Depends(current_user)]) -> Principal:
+    """A TA or instructor of the request's course (or a site administrator)."""
+    if not user.is_staff:
+        raise Forbidden("This page is for the course's staff (its instructors and teaching assistants).")
+    return user
+
+
 def require_instructor(user: Annotated[Principal, Depends(current_user)]) -> Principal:
+    """An instructor of the request's course (or a site administrator): the course's settings and staff."""
     if not user.is_instructor:
-        raise Forbidden("This page is for instructors.")
+        raise Forbidden("This page is for the course's instructors.")
+    return user
+
+
+def require_admin(user: Annotated[Principal, Depends(current_user)]) -> Principal:
+    if not user.is_admin:
+        raise Forbidden("This page is for site administrators.")
     return user
 
 
@@ -127,10 +142,18 @@ def _bearer_token(credentials: HTTPAuthorizationCredentials | None) -> str:
 
 
 def api_user(
-    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    request: Request, session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> Principal:
     """The bearer token's user, looked up in the request's own session (one transaction per request)."""
-    return Principal(*accounts.token_user(_bearer_token(credentials), session=session, now=utcnow()))
+    return _api_principal(_bearer_token(credentials), request, session)
+
+
+def _api_principal(token: str, request: Request, session: Session) -> Principal:
+    """The token's user, in the course the request names (``?course=`` or ``X-Ringlab-Course``)."""
+    user_id, username, role = accounts.token_user(token, session=session, now=utcnow())
+    asked = request.query_params.get("course") or request.headers.get(access.HEADER)
+    place = access.resolve(user_id, asked, session=session)
+    return Principal(user_id, username, role, course_id=place.course_id, course_role=place.role)
 
 
 class ApiCall:
@@ -209,7 +232,7 @@ class ApiCall:
             if options:
                 session.connection(execution_options=options)  # begins the transaction with them
             if self.user is None:
-                self.user = Principal(*accounts.token_user(self.token, session=session, now=utcnow()))
+                self.user = _api_principal(self.token, self.request, session)
             return work(self.user, session, *args, **kw)
 
 
@@ -228,6 +251,8 @@ SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 ClientAddress = Annotated[str, Depends(client_address)]
 OptionalUser = Annotated[Principal | None, Depends(optional_user)]
 CurrentUser = Annotated[Principal, Depends(current_user)]
+RequireStaff = Annotated[Principal, Depends(require_staff)]
 RequireInstructor = Annotated[Principal, Depends(require_instructor)]
+RequireAdmin = Annotated[Principal, Depends(require_admin)]
 ApiUser = Annotated[Principal, Depends(api_user)]
 Api = Annotated[ApiCall, Depends(api_call)]

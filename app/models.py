@@ -6,6 +6,7 @@ from __future__ import annotations
 def load_all() -> None:
     import app.accounts.models
     import app.content.records
+    import app.courses.models
     import app.exercises.models
     import app.flashcards.models
     import app.labs.models

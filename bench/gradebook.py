@@ -77,7 +77,7 @@ def seed(url: str, students: int, reviews: int) -> float:
         quiz.due_at = now - timedelta(days=3)
         session.commit()
         cards = list(session.scalars(select(Card.id).where(Card.deck_id == "mire-dis-train").order_by(Card.id)))[:40]
-        make_user(session, "prof", role=Role.instructor)
+        make_user(session, "prof", role=Role.admin)
         for i in range(students):
             user = make_user(session, f"student{i:03d}")
             t0 = now - timedelta(days=10, minutes=i)

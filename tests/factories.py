@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.accounts.models import Role, User
 from app.accounts.service import hasher
 from app.content.records import Question, Quiz
+from app.courses.models import CourseRole, Enrollment
 from app.flashcards.models import NEW, REVIEW, CardState, Review
 from app.labs.models import Submission, SubmissionStatus
 from app.quizzes import scoring
@@ -27,9 +28,16 @@ def _hash(password: str) -> str:
     return hasher().hash(password)
 
 
-def make_user(session: Session, username: str, *, role: Role = Role.student, password: str = PASSWORD) -> User:
+def make_user(
+    session: Session, username: str, *, role: Role = Role.student, password: str = PASSWORD,
+    course: str | None = "default", course_role: CourseRole = CourseRole.student,
+) -> User:  # fmt: skip
+    """An account, enrolled in ``course`` (None: in none) with ``course_role``; a site admin is in none."""
     user = User(username=username, username_key=username.lower(), password_hash=_hash(password), role=role)
     session.add(user)
+    session.flush()
+    if course is not None and role != Role.admin:
+        session.add(Enrollment(user_id=user.id, course_id=course, role=course_role))
     session.commit()
     return user
 

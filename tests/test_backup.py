@@ -111,7 +111,7 @@ def source(backend: str, request: pytest.FixtureRequest) -> Iterator[tuple[str, 
     password_hash = hasher().hash(PASSWORD)
     with session_scope(make_sessionmaker(engine)) as session:
         content = Content(session)
-        register("prof", PASSWORD, session=session, role=Role.instructor)
+        register("prof", PASSWORD, session=session, role=Role.admin)
         for n in range(5):
             add_student(session, f"student-{n}", content, password_hash)
     yield url, engine, content, password_hash

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from app.accounts import flows, service
+from app.courses import service as courses
 from app.db import utcnow
 from app.deps import ApiUser, ClientAddress, SessionDep, SettingsDep
 
@@ -20,9 +21,19 @@ class Credentials(BaseModel):
     join_code: str | None = Field(default=None, max_length=200)
 
 
+class CourseOut(BaseModel):
+    id: str
+    title: str
+    term: str | None
+    role: str = Field(description="student, ta or instructor")
+
+
 class UserOut(BaseModel):
     username: str
-    role: str
+    role: str = Field(description="student (an ordinary account) or admin (a site administrator)")
+    course: str = Field(description="the course this request is in: ?course=<id>, or X-Ringlab-Course, or the usual")
+    course_role: str | None = Field(description="the role in that course; null when not enrolled in it")
+    courses: list[CourseOut] = Field(description="every course the account is in")
 
 
 class TokenOut(BaseModel):
@@ -40,7 +51,7 @@ def register(
         body.username, body.password, body.join_code, client, session=session, limits=limits, settings=settings,
         now=utcnow(),
     )  # fmt: skip
-    return UserOut(username=user.username, role=user.role.value)
+    return _user_out(user.id, user.username, user.role.value, None, session)
 
 
 @router.post("/auth/token", response_model=TokenOut)
@@ -57,5 +68,15 @@ def token(
 
 
 @router.get("/me", response_model=UserOut)
-def me(user: ApiUser) -> UserOut:
-    return UserOut(username=user.username, role=user.role.value)
+def me(user: ApiUser, session: SessionDep) -> UserOut:
+    return _user_out(user.id, user.username, user.role.value, user.course_id, session)
+
+
+def _user_out(user_id: int, username: str, role: str, course_id: str | None, session: SessionDep) -> UserOut:
+    mine = [
+        CourseOut(id=m.course.id, title=m.course.title, term=m.course.term, role=m.role.value)
+        for m in courses.memberships(user_id, session=session)
+    ]
+    here = course_id or (mine[0].id if mine else "default")
+    course_role = next((c.role for c in mine if c.id == here), None)
+    return UserOut(username=username, role=role, course=here, course_role=course_role, courses=mine)

@@ -12,7 +12,9 @@ from app.accounts.models import User
 from app.accounts.ratelimit import Limit, release, take
 from app.config import Settings
 from app.db import session_scope
-from app.errors import DomainError, Forbidden
+from app.courses import service as courses
+from app.courses.models import CourseRole
+from app.errors import DomainError
 from app.flashcards import preferences
 
 
@@ -37,17 +39,17 @@ def sign_up(
     username: str, password: str, join_code: str | None, client: str, *, session: Session, limits: AuthLimits,
     settings: Settings, now: datetime, time_zone: str | None = None,
 ) -> User:  # fmt: skip
-    """Create a student's account; ``time_zone`` (the browser's, chosen on the form) is where their times show.
+    """Create a student's account in the course whose join code they gave; ``time_zone`` (the browser's, chosen on the form) is where their times show.
 
     Only accounts created count against the address's limit.
     """
     hit = take(limits.signup_client, client, "sign-ups from this address", session=session, now=now)
     try:
-        if settings.join_code and join_code != settings.join_code:
-            raise Forbidden("That course join code is not right. Ask your instructor for it.")
+        course_id = courses.course_for_code(join_code, settings.join_code, session=session)
         if time_zone is not None:
             preferences.check_zone(time_zone)
         user = service.register(username, password, session=session)
+        courses.enroll(user.id, course_id, CourseRole.student, session=session, now=now)
         if time_zone is not None:
             preferences.set_time_zone(user.id, time_zone, session=session)
         return user

@@ -12,8 +12,10 @@ from app.db import Base, UTCDateTime, utcnow
 
 
 class Role(enum.StrEnum):
-    student = "student"
-    instructor = "instructor"
+    """The site-wide role. What a user may do in a course is their enrollment's role (app.courses)."""
+
+    student = "student"  # an ordinary account
+    admin = "admin"  # a site administrator: manages every course, its staff, and accounts
 
 
 class User(Base):
@@ -25,11 +27,14 @@ class User(Base):
     username_key: Mapped[str] = mapped_column(String(40), unique=True)
     password_hash: Mapped[str] = mapped_column(String(300))
     role: Mapped[Role] = mapped_column(Enum(Role, native_enum=False, length=20), default=Role.student)
+    # From a course roster import (app.courses.roster); personal data, removed with the account.
+    full_name: Mapped[str | None] = mapped_column(String(120))
+    email: Mapped[str | None] = mapped_column(String(254))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
-    def is_instructor(self) -> bool:
-        return self.role == Role.instructor
+    def is_admin(self) -> bool:
+        return self.role == Role.admin
 
 
 class _Secret:

@@ -16,7 +16,7 @@ from app.accounts import recovery
 from app.accounts.export import export_user
 from app.accounts.models import User
 from app.db import utcnow
-from app.deps import CurrentUser, RequireInstructor, RowId, SessionDep
+from app.deps import CurrentUser, RequireStaff, RowId, SessionDep
 from app.errors import DomainError, NotFound
 from app.web.auth import COOKIE
 from app.web.templating import render
@@ -94,7 +94,7 @@ def reset(
 
 
 @router.post("/instructor/students/{user_id}/password-reset", response_class=HTMLResponse)
-def make_reset_link(user_id: RowId, request: Request, session: SessionDep, staff: RequireInstructor) -> Response:
+def make_reset_link(user_id: RowId, request: Request, session: SessionDep, staff: RequireStaff) -> Response:
     """A one-time link for the student, shown once on this page for staff to pass on."""
     student = session.get(User, user_id)
     if student is None:

@@ -32,6 +32,8 @@ def safe_next(target: str | None) -> str:
 
 def _signed_in(request: Request, user_id: int, session: SessionDep, settings: SettingsDep, target: str) -> Response:
     from app.accounts.models import User
+    from app.courses import access
+    from app.courses.models import STAFF
 
     user = session.get(User, user_id)
     assert user is not None
@@ -40,7 +42,8 @@ def _signed_in(request: Request, user_id: int, session: SessionDep, settings: Se
     issued = service.start_session(user, session=session, now=utcnow(), ttl=timedelta(hours=settings.session_ttl_hours))
     # Staff land on their own home, unless they were sent to sign in from another page.
     landing = safe_next(target)
-    response = RedirectResponse("/instructor" if landing == "/" and user.is_instructor else landing, status_code=303)
+    staff = user.is_admin or access.resolve(user.id, None, session=session).role in STAFF
+    response = RedirectResponse("/instructor" if landing == "/" and staff else landing, status_code=303)
     response.set_cookie(
         COOKIE, issued.token, max_age=settings.session_ttl_hours * 3600, httponly=True, samesite="lax",
         secure=request.url.scheme == "https", path="/",

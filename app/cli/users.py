@@ -37,7 +37,7 @@ def users_create(
     if not secret:
         secret = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
     engine = make_engine(get_settings().sqlalchemy_url)
-    role = Role.instructor if instructor else Role.student
+    role = Role.admin if instructor else Role.student
     try:
         with session_scope(make_sessionmaker(engine)) as session:
             user = register(username, secret, session=session, role=role)

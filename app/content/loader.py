@@ -6,6 +6,7 @@ Layout (see docs/instructors/content.md and docs/reference/content.md):
     exercises/<set>/set.yaml  +  exercises/<set>/*.md   (one exercise each)
     decks/<deck>/deck.yaml    +  decks/<deck>/cards/*.md (one card each)
     labs/<lab>/               (grading worker labs)
+    courses/<course>/course.yaml (course instances: dates and what they assign)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.content import rules
 from app.content.check_cache import CheckCache
+from app.content.courses import load_courses
 from app.content.lab_order import check_after
 from app.content.labs import load_lab_content
 from app.content.models import (
@@ -209,13 +211,15 @@ def _load_deck(c: _Collector, folder: Path) -> Deck | None:
 
 
 def _unexpected(c: _Collector, root: Path) -> None:
-    expected_dirs = {"quizzes", "exercises", "decks", "labs"}
+    expected_dirs = {"quizzes", "exercises", "decks", "labs", "courses"}
     for entry in sorted(root.iterdir()):
         if entry.name in IGNORED_NAMES or entry.name.startswith("."):
             continue
         if not (entry.is_dir() and entry.name in expected_dirs):
             c.problems.append(
-                Problem(c.rel(entry), 1, "unexpected entry: content holds quizzes/, exercises/, decks/ and labs/")
+                Problem(
+                    c.rel(entry), 1, "unexpected entry: content holds quizzes/, exercises/, decks/, labs/ and courses/"
+                )
             )
 
 
@@ -236,6 +240,9 @@ def load_tree(root: Path, *, check_markdown: bool = True, cache: CheckCache | No
     card_ids = {card.id for d in decks for card in d.cards}
     labs = _load_labs(c, root / "labs", {e.id for s in sets for e in s.exercises}, card_ids, cache)
     tree = ContentTree(quizzes=quizzes, exercise_sets=sets, decks=decks, labs=labs)
+    courses, problems = load_courses(root, c.rel, tree)
+    c.problems.extend(problems)
+    tree = tree.model_copy(update={"courses": courses})
     c.problems.extend(rules.check_references(tree, c.where))
     if check_markdown:
         c.problems.extend(rules.check_markdown(tree, c.where, cache))

@@ -268,6 +268,80 @@ class LabContent(Strict):
         return hashlib.sha256(json.dumps([self.spec, self.files], sort_keys=True).encode()).hexdigest()
 
 
+LatePolicy = Literal["accept", "refuse"]
+
+
+class Assignment(Strict):
+    """One assessment as a course assigns it; every field left out keeps what the item's own file says.
+
+    ``due`` is a date (the end of that day in the course's time zone) or a date and time;
+    ``late: refuse`` closes the assessment at ``due`` (``accept``, the default, marks work late);
+    ``max_attempts`` limits quiz attempts or lab submissions; ``show_answers`` is when a quiz's key
+    or a lab's reference is revealed.
+    """
+
+    due: date | datetime | None = None
+    late: LatePolicy = "accept"
+    max_attempts: int | None = Field(default=None, gt=0)
+    show_answers: ShowAnswers | None = None
+
+    def due_at(self, time_zone: str) -> datetime | None:
+        from zoneinfo import ZoneInfo
+
+        zone = ZoneInfo(time_zone)
+        if self.due is None:
+            return None
+        if isinstance(self.due, datetime):
+            return self.due if self.due.tzinfo else self.due.replace(tzinfo=zone)
+        return datetime.combine(self.due, time(23, 59, 59), zone)
+
+
+def _assignments(value: object) -> object:
+    # ``quiz-id:`` alone (null) assigns an item with its own settings.
+    if isinstance(value, list):
+        return {item: {} for item in value}
+    return {k: ({} if v is None else v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+Assignments = Annotated[
+    dict[Annotated[str, Field(pattern=ID_PATTERN, max_length=80)], Assignment], BeforeValidator(_assignments)
+]
+
+
+class CourseContent(Strict):
+    """A course instance (``courses/<id>/course.yaml``): when it runs and what it assigns."""
+
+    id: Id = Field(max_length=40)
+    title: Text
+    term: str | None = None
+    starts: date | None = None
+    ends: date | None = None
+    time_zone: str = "UTC"
+    quizzes: Assignments = Field(default_factory=dict)
+    exercises: Assignments = Field(default_factory=dict)
+    decks: Assignments = Field(default_factory=dict)
+    labs: Assignments = Field(default_factory=dict)
+
+    @field_validator("term", mode="before")
+    @classmethod
+    def _term_text(cls, value: object) -> object:
+        return None if value is None else str(value)
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone '{value}' (use an IANA name such as Europe/Berlin)") from None
+        return value
+
+    def kinds(self) -> dict[str, dict[str, Assignment]]:
+        return {"quiz": self.quizzes, "exercises": self.exercises, "deck": self.decks, "lab": self.labs}
+
+
 class ContentTree(Strict):
     """Everything under one content directory, validated."""
 
@@ -275,3 +349,4 @@ class ContentTree(Strict):
     exercise_sets: list[ExerciseSet] = Field(default_factory=list)
     decks: list[Deck] = Field(default_factory=list)
     labs: list[LabContent] = Field(default_factory=list)
+    courses: list[CourseContent] = Field(default_factory=list)

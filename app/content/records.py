@@ -149,3 +149,22 @@ class LabVersion(Base):
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     files: Mapped[dict[str, str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Course(ContentItem, Base):
+    """A course instance as last synced from ``courses/<id>/course.yaml`` (or the built-in default course).
+
+    ``assignments`` maps a kind (quiz, exercises, deck, lab) to the ids the course assigns and each one's
+    policy (app.content.models.Assignment as data); None assigns everything with each item's own settings
+    (the default course without a file). ``join_code`` is not content: staff set it (app.courses).
+    """
+
+    __tablename__ = "courses"
+
+    title: Mapped[str] = mapped_column(String(300))
+    term: Mapped[str | None] = mapped_column(String(80))
+    starts_on: Mapped[str | None] = mapped_column(String(10))  # ISO dates
+    ends_on: Mapped[str | None] = mapped_column(String(10))
+    time_zone: Mapped[str] = mapped_column(String(64), default="UTC")
+    assignments: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    join_code: Mapped[str | None] = mapped_column(String(40), unique=True)

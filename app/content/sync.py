@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.content import markdown
 from app.content import models as m
 from app.content import records as r
+from app.content.courses import DEFAULT_COURSE
 from app.content.errata import notes_html
 from app.content.lab_sync import sync_labs
 from app.exercises.rescore import PartChange, rescore_parts
@@ -161,6 +162,38 @@ def _part_changes(row: r.Exercise | None, ex: m.Exercise) -> list[PartChange]:
     return out
 
 
+DEFAULT_COURSE_VALUES: dict[str, Any] = {
+    "title": "Default course", "term": None, "starts_on": None, "ends_on": None, "time_zone": "UTC",
+    "assignments": None,
+}  # fmt: skip
+
+
+def _sync_courses(courses: list[m.CourseContent], up: _Upserter) -> None:
+    """Each course.yaml, and the default course (everything assigned) unless a file describes it."""
+    for i, course in enumerate(courses, start=1):
+        assignments = {
+            kind: {
+                item: a.model_dump(mode="json") | {"due": _iso(a.due_at(course.time_zone))} for item, a in items.items()
+            }
+            for kind, items in course.kinds().items()
+        }
+        values = {
+            "title": course.title,
+            "term": course.term,
+            "starts_on": course.starts.isoformat() if course.starts else None,
+            "ends_on": course.ends.isoformat() if course.ends else None,
+            "time_zone": course.time_zone,
+            "assignments": assignments,
+        }
+        up.upsert(r.Course, "course", course.id, 0 if course.id == DEFAULT_COURSE else i, values)
+    if all(course.id != DEFAULT_COURSE for course in courses):
+        up.upsert(r.Course, "course", DEFAULT_COURSE, 0, DEFAULT_COURSE_VALUES)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
 def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncReport:
     """Make the database's content match ``tree``. The caller owns the transaction."""
     report = SyncReport(digest=digest(tree))
@@ -220,10 +253,11 @@ def sync_tree(tree: m.ContentTree, *, session: Session, now: datetime) -> SyncRe
             }
             up.upsert(r.Card, "card", card.id, i, values)
     sync_labs(tree.labs, up.upsert, session=session, now=now)
+    _sync_courses(tree.courses, up)
     # Children first, so a retired parent never hides a live child.
     for model, kind in ((r.Question, "question"), (r.Quiz, "quiz"), (r.Exercise, "exercise"),
                         (r.ExerciseSet, "exercise set"), (r.Card, "card"), (r.Deck, "deck"),
-                        (r.Lab, "lab")):  # fmt: skip
+                        (r.Lab, "lab"), (r.Course, "course")):  # fmt: skip
         up.retire_unseen(model, kind)
     session.flush()
     if keys:

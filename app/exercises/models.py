@@ -18,6 +18,9 @@ class PartAnswer(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     exercise_id: Mapped[str] = mapped_column(ForeignKey("exercises.id"))
+    # The course it was made in (app.courses.models: "default" is the course every server has). No foreign
+    # key: a course is never deleted (retired instead), and SQLite adds this column to a table in place only so.
+    course_id: Mapped[str] = mapped_column(String(80), index=True, default="default", server_default="default")
     part_id: Mapped[str] = mapped_column(String(80))
     answer: Mapped[str] = mapped_column(String(80))
     correct: Mapped[bool] = mapped_column(Boolean)

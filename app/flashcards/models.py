@@ -80,6 +80,9 @@ class Review(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     card_id: Mapped[str] = mapped_column(ForeignKey("cards.id"), index=True)
     deck_id: Mapped[str] = mapped_column(String(80))
+    # The course it was made in (app.courses.models: "default" is the course every server has). No foreign
+    # key: a course is never deleted (retired instead), and SQLite adds this column to a table in place only so.
+    course_id: Mapped[str] = mapped_column(String(80), index=True, default="default", server_default="default")
     review_key: Mapped[str | None] = mapped_column(String(100))  # the client's idempotency key
     raw_rating: Mapped[int] = mapped_column(Integer)  # 1-5 as pressed
     rating: Mapped[int] = mapped_column(Integer)  # fsrs.Rating: 1 Again .. 4 Easy

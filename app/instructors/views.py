@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.accounts import stats as account_stats
 from app.content import service as content
 from app.db import utcnow
-from app.deps import RequireInstructor, RowId, SessionDep, WriteSessionDep
+from app.deps import RequireStaff, RowId, SessionDep, WriteSessionDep
 from app.errors import InvalidInput
 from app.instructors import exports, gradebook, overview, students
 from app.labs import catalog
@@ -29,7 +29,7 @@ def _partial(request: Request) -> bool:
 
 
 @router.get("", response_class=HTMLResponse)
-def home(request: Request, session: SessionDep, user: RequireInstructor) -> HTMLResponse:
+def home(request: Request, session: SessionDep, user: RequireStaff) -> HTMLResponse:
     context = {
         "figures": overview.overview(session=session, now=utcnow()),
         "counts": content.live_counts(session),
@@ -45,7 +45,7 @@ def home(request: Request, session: SessionDep, user: RequireInstructor) -> HTML
 def gradebook_page(
     request: Request,
     session: SessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     q: Annotated[str, Query(max_length=40)] = "",
     sort: Annotated[str, Query(max_length=120)] = "name",
     desc: bool = False,
@@ -62,7 +62,7 @@ def gradebook_page(
 
 
 @router.get("/gradebook.csv")
-def gradebook_csv(request: Request, session: SessionDep, user: RequireInstructor) -> Response:
+def gradebook_csv(request: Request, session: SessionDep, user: RequireStaff) -> Response:
     ctx = gradebook.Context(now=utcnow())
     book = gradebook.build(session=session, ctx=ctx, per_page=None)
     text = exports.to_csv(exports.gradebook_fields(book.columns), exports.gradebook_records(book))
@@ -80,7 +80,7 @@ def student(
     user_id: RowId,
     request: Request,
     session: SessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     accommodation: Annotated[str, Query(max_length=10)] = "",
 ) -> HTMLResponse:
     page = students.student_page(user_id, session=session, now=utcnow())
@@ -93,7 +93,7 @@ def grant_accommodation(
     user_id: RowId,
     request: Request,
     session: SessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     time_multiplier: Annotated[float, Form()] = 1.0,
     extra_minutes: Annotated[int, Form()] = 0,
     note: Annotated[str, Form(max_length=accommodations.MAX_NOTE)] = "",
@@ -113,14 +113,14 @@ def grant_accommodation(
 
 
 @router.post("/students/{user_id}/accommodation/remove")
-def remove_accommodation(user_id: RowId, session: SessionDep, user: RequireInstructor) -> Response:
+def remove_accommodation(user_id: RowId, session: SessionDep, user: RequireStaff) -> Response:
     students.get_user(user_id, session=session)
     accommodations.remove(user_id, session=session)
     return RedirectResponse(f"/instructor/students/{user_id}?accommodation=removed#accommodation", status_code=303)
 
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse)
-def attempt(attempt_id: RowId, request: Request, session: WriteSessionDep, user: RequireInstructor) -> HTMLResponse:
+def attempt(attempt_id: RowId, request: Request, session: WriteSessionDep, user: RequireStaff) -> HTMLResponse:
     # A writer: an attempt past its deadline is submitted when anyone looks at it (see quizzes).
     page = students.attempt_for_instructor(attempt_id, session=session, now=utcnow())
     return render(request, "quizzes/result.html", {"page": page})

@@ -34,6 +34,9 @@ class Submission(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     lab_id: Mapped[str] = mapped_column(String(80))
+    # The course it was made in (app.courses.models: "default" is the course every server has). No foreign
+    # key: a course is never deleted (retired instead), and SQLite adds this column to a table in place only so.
+    course_id: Mapped[str] = mapped_column(String(80), index=True, default="default", server_default="default")
     # The lab version it was submitted to (lab_versions): graded against that, whatever was synced since.
     lab_version: Mapped[int | None] = mapped_column(Integer)
     code: Mapped[str] = mapped_column(Text)

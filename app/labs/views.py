@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.content.markdown import render as markdown
 from app.db import utcnow
-from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep
+from app.deps import CurrentUser, OptionalUser, RequireStaff, RowId, SessionDep
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.instructors import exports
 from app.labs import catalog, charts, hints, listing, outcome, queue_view, reference, review, service, wire
@@ -158,7 +158,7 @@ def submission_page(
 
 
 @router.post("/submissions/{submission_id}/regrade")
-def regrade_one(submission_id: RowId, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
+def regrade_one(submission_id: RowId, request: Request, session: SessionDep, user: RequireStaff) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
     service.regrade([submission.id], submission.lab_id, session=session, now=utcnow())
     return _back(request, f"/labs/{submission.lab_id}/all")
@@ -265,7 +265,7 @@ def all_submissions(
     lab_id: str,
     request: Request,
     session: SessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     student: Annotated[str, Query(max_length=40)] = "",
     status: Annotated[str, Query(max_length=16)] = "",
     best: bool = False,
@@ -283,7 +283,7 @@ def all_submissions(
 
 
 @router.get("/{lab_id}/submissions.csv")
-def submissions_csv(lab_id: str, request: Request, session: SessionDep, user: RequireInstructor) -> Response:
+def submissions_csv(lab_id: str, request: Request, session: SessionDep, user: RequireStaff) -> Response:
     lab = catalog.get_lab(session, lab_id)
     records = exports.submission_records(review.every_submission(lab.id, session=session), lab.spec.due)
     return exports.csv_response(exports.to_csv(exports.SUBMISSION_FIELDS, records), f"{lab.id}-submissions.csv")
@@ -294,7 +294,7 @@ def regrade_all(
     lab_id: str,
     request: Request,
     session: SessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     confirm: Annotated[str, Form()] = "",
 ) -> Response:
     """Without ``confirm=yes``, a page that says how many jobs it would queue and asks first."""

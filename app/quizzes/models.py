@@ -25,6 +25,9 @@ class QuizAttempt(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     quiz_id: Mapped[str] = mapped_column(ForeignKey("quizzes.id"), index=True)
+    # The course it was made in (app.courses.models: "default" is the course every server has). No foreign
+    # key: a course is never deleted (retired instead), and SQLite adds this column to a table in place only so.
+    course_id: Mapped[str] = mapped_column(String(80), index=True, default="default", server_default="default")
     question_ids: Mapped[list[str]] = mapped_column(JSON)
     seed: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

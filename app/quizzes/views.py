@@ -8,7 +8,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.db import utcnow
-from app.deps import CurrentUser, OptionalUser, RequireInstructor, RowId, SessionDep, WriteSessionDep
+from app.deps import CurrentUser, OptionalUser, RequireStaff, RowId, SessionDep, WriteSessionDep
 from app.errors import NotFound
 from app.flashcards import missed, personal
 from app.quizzes import accommodations, attempts, service
@@ -112,7 +112,7 @@ def result(attempt_id: RowId, request: Request, session: WriteSessionDep, user: 
     try:
         attempt = attempts.get_attempt(attempt_id, user.id, session=session, now=now)
     except NotFound:
-        if user.is_instructor:  # a student's attempt: the instructor's read-only view of it
+        if user.is_staff:  # a student's attempt: the instructor's read-only view of it
             return _go(request, f"/instructor/attempts/{attempt_id}")
         raise
     if attempt.is_open:
@@ -145,7 +145,7 @@ def statistics(
     quiz_id: str,
     request: Request,
     session: WriteSessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     which: Annotated[str, Query(alias="attempts", pattern="^(first|all)$")] = "first",
 ) -> HTMLResponse:
     page = service.quiz_statistics(quiz_id, session=session, now=utcnow(), all_attempts=which == "all")

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.db import utcnow
-from app.deps import RequireInstructor, RowId, SessionDep
+from app.deps import RequireStaff, RowId, SessionDep
 from app.errors import InvalidInput
 from app.reports import service
 from app.web.templating import render
@@ -25,7 +25,7 @@ NOTICES = {
 def reports(
     request: Request,
     session: SessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     state: Annotated[str, Query(pattern="^(open|all)$")] = "open",
 ) -> HTMLResponse:
     views = service.staff_reports(state, session=session)
@@ -37,7 +37,7 @@ def report(
     report_id: RowId,
     request: Request,
     session: SessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     done: Annotated[str, Query(max_length=10)] = "",
 ) -> HTMLResponse:
     view = service.staff_report(report_id, session=session)
@@ -49,7 +49,7 @@ def answer(
     report_id: RowId,
     request: Request,
     session: SessionDep,
-    user: RequireInstructor,
+    user: RequireStaff,
     answer: Annotated[str, Form(max_length=20_000)] = "",
     action: Annotated[str, Form(pattern="^(answer|close)$")] = "answer",
 ) -> Response:
@@ -68,6 +68,6 @@ def answer(
 
 
 @router.post("/{report_id}/rescore")
-def rescore(report_id: RowId, session: SessionDep, user: RequireInstructor) -> Response:
+def rescore(report_id: RowId, session: SessionDep, user: RequireStaff) -> Response:
     service.rescore(report_id, user.id, session=session, now=utcnow())
     return RedirectResponse(f"/instructor/reports/{report_id}?done=rescored#rescores", status_code=303)

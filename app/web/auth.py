@@ -13,6 +13,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.accounts import service
 from app.accounts.models import Role, User
+from app.content.courses import DEFAULT_COURSE
+from app.courses import access
+from app.courses.models import STAFF, CourseRole
 from app.db import session_scope, utcnow
 from app.flashcards import preferences
 
@@ -25,14 +28,33 @@ class Principal:
     username: str
     role: Role
     time_zone: str = "UTC"  # every time on a page is shown in it (app.web.templating's ``localtime``)
+    # The course this request is in and the user's role there (None: not enrolled; app.courses.access).
+    course_id: str = DEFAULT_COURSE
+    course_role: CourseRole | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == Role.admin
+
+    @property
+    def is_staff(self) -> bool:
+        """May see and grade the course's students' work: its TAs and instructors, and site administrators."""
+        return self.is_admin or self.course_role in STAFF
 
     @property
     def is_instructor(self) -> bool:
-        return self.role == Role.instructor
+        """May change the course itself (roster, staff, join code): its instructors and site administrators."""
+        return self.is_admin or self.course_role == CourseRole.instructor
+
+    @property
+    def in_course(self) -> bool:
+        """May work in the course (start attempts, submit, review): any member, and site administrators."""
+        return self.is_admin or self.course_role is not None
 
     @classmethod
-    def of(cls, user: User, time_zone: str = "UTC") -> Principal:
-        return cls(user.id, user.username, user.role, time_zone)
+    def of(cls, user: User, time_zone: str = "UTC", place: access.Place | None = None) -> Principal:
+        place = place or access.Place(DEFAULT_COURSE, None)
+        return cls(user.id, user.username, user.role, time_zone, place.course_id, place.role)
 
 
 class AuthMiddleware:
@@ -48,10 +70,21 @@ class AuthMiddleware:
                 if token:
                     with session_scope(scope["app"].state.readers) as session:
                         user, expired = service.session_user(token, session=session, now=utcnow())
-                        zone = preferences.zone_of(user.id, session=session) if user else "UTC"
-                        state["user"] = Principal.of(user, zone) if user else None
+                        if user is not None:
+                            zone = preferences.zone_of(user.id, session=session)
+                            asked = query_value(scope, "course") or cookie_value(scope, access.COOKIE)
+                            place = access.resolve(user.id, asked, session=session)
+                            state["user"] = Principal.of(user, zone, place)
                         state["session_expired"] = expired
         await self.app(scope, receive, send)
+
+
+def query_value(scope: Scope, name: str) -> str | None:
+    """The first value of query parameter ``name``, if the request has one."""
+    from urllib.parse import parse_qs
+
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    return values[0] if values else None
 
 
 def cookie_value(scope: Scope, name: str) -> str | None:

@@ -48,11 +48,16 @@ def test_api_errors(client: TestClient, session: Session) -> None:
     assert malformed.status_code == 422 and "password" in malformed.json()["detail"]
 
 
-def test_instructor_role_shows_in_me(client: TestClient, session: Session) -> None:
+def test_roles_show_in_me(client: TestClient, session: Session) -> None:
     from app.accounts.models import Role
+    from app.courses.models import CourseRole
 
-    make_user(session, "prof-api", role=Role.instructor)
-    assert client.get("/api/v1/me", headers=api_token(client, "prof-api")).json()["role"] == "instructor"
+    make_user(session, "admin-api", role=Role.admin)
+    assert client.get("/api/v1/me", headers=api_token(client, "admin-api")).json()["role"] == "admin"
+    make_user(session, "ta-api", course_role=CourseRole.ta)
+    me = client.get("/api/v1/me", headers=api_token(client, "ta-api")).json()
+    assert (me["role"], me["course"], me["course_role"]) == ("student", "default", "ta")
+    assert [(c["id"], c["role"]) for c in me["courses"]] == [("default", "ta")]
 
 
 def test_openapi_lists_the_api(client: TestClient) -> None:

@@ -27,7 +27,7 @@ def report(session: Session, user_id: int, text: str, *, answered_by: int | None
 def test_the_export_holds_the_students_rows_and_their_children_and_nobody_elses(session: Session) -> None:
     ada = make_user(session, "ada")
     bob = make_user(session, "bob")
-    prof = make_user(session, "prof", role=Role.instructor)
+    prof = make_user(session, "prof", role=Role.admin)
     start = utcnow() - timedelta(hours=1)
     mine = make_attempt(session, ada.id, "ch35-quiz", right=3, started_at=start, submitted_at=start, commit=False)
     make_attempt(session, bob.id, "ch35-quiz", right=1, started_at=start, submitted_at=start, commit=False)

@@ -96,7 +96,7 @@ def test_signed_out_people_are_sent_to_sign_in(client: TestClient) -> None:
 
 
 def make_link(client: TestClient, session: Session, student: User) -> str:
-    make_user(session, "teacher", role=Role.instructor)
+    make_user(session, "teacher", role=Role.admin)
     session.commit()
     sign_in(client, "teacher")
     page = client.get(f"/instructor/students/{student.id}").text

@@ -84,8 +84,8 @@ def test_sign_in_rotates_the_session_and_sign_out_ends_it(client: TestClient, se
 @pytest.mark.parametrize(
     ("role", "target", "expected"),
     [
-        (Role.instructor, "/", "/instructor"),  # staff land on their own home
-        (Role.instructor, "/quizzes", "/quizzes"),  # sent to sign in from a page: back to it
+        (Role.admin, "/", "/instructor"),  # staff land on their own home
+        (Role.admin, "/quizzes", "/quizzes"),  # sent to sign in from a page: back to it
         (Role.student, "/", "/"),
     ],
 )
@@ -161,7 +161,7 @@ def test_oversized_form_body_is_413_and_changes_nothing(client: TestClient, sess
 
 def test_student_gets_403_instructor_gets_the_page(client: TestClient, session: Session) -> None:
     make_user(session, "student-1")
-    make_user(session, "teacher", role=Role.instructor)
+    make_user(session, "teacher", role=Role.admin)
     sign_in(client, "student-1")
     forbidden = client.get("/instructor")
     assert forbidden.status_code == 403 and "This page is for instructors." in forbidden.text

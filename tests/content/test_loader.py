@@ -132,7 +132,7 @@ def test_a_schema_failure_does_not_hide_the_other_problems_of_its_file(tmp_path:
 def test_unexpected_top_level_entry(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "content", **{"notes.txt": "hello"})
     assert problems(root) == [
-        "content/notes.txt:1: unexpected entry: content holds quizzes/, exercises/, decks/ and labs/"
+        "content/notes.txt:1: unexpected entry: content holds quizzes/, exercises/, decks/, labs/ and courses/"
     ]
 
 

@@ -36,7 +36,7 @@ def klass(session: Session) -> Klass:
     quiz.due_at = due
     session.commit()
     ada, bob, cyd = (make_user(session, n) for n in ("ada", "bob", "cyd"))
-    prof = make_user(session, "prof", role=Role.instructor)
+    prof = make_user(session, "prof", role=Role.admin)
     make_attempt(session, ada.id, "module-202", right=20, started_at=T0, submitted_at=T0 + timedelta(minutes=30))
     make_attempt(session, ada.id, "module-202", right=24, started_at=due, submitted_at=due + timedelta(hours=1))
     make_attempt(session, bob.id, "ch35-quiz", right=15, started_at=T0, submitted_at=T0 + timedelta(minutes=20))

@@ -20,7 +20,7 @@ def _section(page: str) -> str:
 
 
 def test_staff_see_the_queue_its_oldest_job_and_each_workers_rate(client: TestClient, session: Session) -> None:
-    make_user(session, "queue-prof", role=Role.instructor)
+    make_user(session, "queue-prof", role=Role.admin)
     sign_in(client, "queue-prof")
     empty = _section(client.get("/instructor").text)
     assert '<span data-figure="queue-depth">0</span> jobs queued;' in empty

@@ -158,7 +158,7 @@ def test_a_hint_is_earned_by_failing_twice_then_revealed_and_recorded(
     assert reveal(client, 0).status_code == 403
     # The instructor sees who revealed which hint, and when.
     client.cookies.clear()
-    signed_in(client, session, Role.instructor)
+    signed_in(client, session, Role.admin)
     student_id = rows[0].user_id
     hinted = client.get(f"/instructor/students/{student_id}").text
     assert 'data-testid="hints"' in hinted

@@ -160,7 +160,7 @@ def test_the_statement_links_to_the_comparison_under_what_the_grader_does(
 def test_the_reference_needs_a_sign_in_and_instructors_may_always_compare(client: TestClient, session: Session) -> None:
     anonymous = client.get("/labs/ring-allreduce/reference", follow_redirects=False)
     assert anonymous.status_code == 303 and "/signin" in anonymous.headers["location"]
-    signed_in(client, session, Role.instructor)
+    signed_in(client, session, Role.admin)
     shown = client.get("/labs/ring-allreduce/reference")
     assert shown.status_code == 200 and "so on the left is its starter code" in shown.text
     assert client.get("/labs/nope/reference").status_code == 404

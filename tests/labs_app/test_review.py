@@ -23,7 +23,7 @@ def seed(session: Session) -> dict[str, int]:
     ids = {}
     for name in ("ann", "ben"):
         ids[name] = make_user(session, name).id
-    make_user(session, "teach", role=Role.instructor)
+    make_user(session, "teach", role=Role.admin)
     make_submission(session, ids["ann"], "ring-allreduce", score=4, submitted_at=T0)
     make_submission(session, ids["ann"], "ring-allreduce", score=10, submitted_at=T0 + timedelta(minutes=1))
     make_submission(session, ids["ann"], "ring-allreduce", score=7, submitted_at=T0 + timedelta(minutes=2))

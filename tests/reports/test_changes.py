@@ -68,7 +68,7 @@ def reported(client: TestClient, session: Session, tmp_path: Path) -> tuple[User
     the card; then the content was fixed and synced again. Returns (prof, her attempt)."""
     root = _tree(tmp_path / "content", fixed=False)
     sync_tree(load_tree(root), session=session, now=T0)
-    ada, prof = make_user(session, "ada"), make_user(session, "prof", role=Role.instructor)
+    ada, prof = make_user(session, "ada"), make_user(session, "prof", role=Role.admin)
     attempt, _ = attempts.start_attempt("tiny-quiz", ada.id, session=session, now=T0)
     for question, choice in (("tq-1", "A"), ("tq-2", "A")):
         attempts.save_answer(attempt.id, ada.id, question, choice, session=session, now=T0)

@@ -188,7 +188,7 @@ def test_a_student_sees_only_their_own_reports(client: TestClient, session: Sess
 def test_staff_answer_and_close_and_the_home_counts_open_reports(
     client: TestClient, session: Session, ada: User
 ) -> None:
-    make_user(session, "prof", role=Role.instructor)
+    make_user(session, "prof", role=Role.admin)
     send(client, "lab", "ring-allreduce", "The statement says 4 ranks, the tests use 2.")
     send(client, "lab", "ring-allreduce", "The statement says 4 ranks, the tests use 2 (again).")
     first, second = session.scalars(select(ProblemReport).order_by(ProblemReport.id)).all()

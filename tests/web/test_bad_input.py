@@ -45,7 +45,7 @@ def test_ids_past_the_database_integers_are_refused_in_the_api(
 
 
 def test_ids_past_the_database_integers_are_refused_in_the_pages(client: TestClient, session: Session) -> None:
-    make_user(session, "prof", role=Role.instructor)  # may reach every page, the regrade button too
+    make_user(session, "prof", role=Role.admin)  # may reach every page, the regrade button too
     sign_in(client, "prof")
     token = csrf_token(client)
     for method, path in PAGES:

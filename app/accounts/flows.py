@@ -11,9 +11,9 @@ from app.accounts import service
 from app.accounts.models import User
 from app.accounts.ratelimit import Limit, release, take
 from app.config import Settings
-from app.db import session_scope
 from app.courses import service as courses
 from app.courses.models import CourseRole
+from app.db import session_scope
 from app.errors import DomainError
 from app.flashcards import preferences
 
@@ -39,7 +39,9 @@ def sign_up(
     username: str, password: str, join_code: str | None, client: str, *, session: Session, limits: AuthLimits,
     settings: Settings, now: datetime, time_zone: str | None = None,
 ) -> User:  # fmt: skip
-    """Create a student's account in the course whose join code they gave; ``time_zone`` (the browser's, chosen on the form) is where their times show.
+    """Create a student's account in the course whose join code they gave.
+
+    ``time_zone`` (the browser's, chosen on the form) is where their times show.
 
     Only accounts created count against the address's limit.
     """

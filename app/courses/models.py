@@ -52,7 +52,7 @@ class Extension(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     course_id: Mapped[str] = mapped_column(ForeignKey("courses.id"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    assessment: Mapped[str] = mapped_column(String(100))  # "quiz:<id>", "lab:<id>", "exercises:<id>"
+    assessment: Mapped[str] = mapped_column(String(100))  # "quiz:<id>" or "lab:<id>"
     due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     extra_attempts: Mapped[int] = mapped_column(Integer, default=0)
     reason: Mapped[str] = mapped_column(Text, default="")

@@ -91,9 +91,7 @@ def roster(course_id: str, *, session: Session) -> list[tuple[User, CourseRole]]
 def student_ids(course_id: str, *, session: Session) -> list[int]:
     return list(
         session.scalars(
-            select(Enrollment.user_id).where(
-                Enrollment.course_id == course_id, Enrollment.role == CourseRole.student
-            )
+            select(Enrollment.user_id).where(Enrollment.course_id == course_id, Enrollment.role == CourseRole.student)
         )
     )
 
@@ -130,9 +128,7 @@ def course_for_code(code: str | None, default_code: str | None, *, session: Sess
         raise Forbidden("A course join code is needed. Ask your instructor for it.")
     if default_code is not None and secrets.compare_digest(code, default_code):
         return DEFAULT_COURSE
-    course_id = session.scalar(
-        select(Course.id).where(Course.join_code == code.upper(), Course.retired_at.is_(None))
-    )
+    course_id = session.scalar(select(Course.id).where(Course.join_code == code.upper(), Course.retired_at.is_(None)))
     if course_id is None:
         raise Forbidden("That course join code is not right. Ask your instructor for it.")
     return course_id

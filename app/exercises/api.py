@@ -69,7 +69,9 @@ def exercise(exercise_id: str, user: ApiUser, session: SessionDep) -> ExerciseOu
 def answer(exercise_id: str, part_id: str, body: AnswerIn, user: ApiUser, session: SessionDep) -> AnswerOut:
     """Check an answer on the server: 404 for an unknown exercise or part, 422 for a value that is not a number."""
     value = body.value if isinstance(body.value, str) else repr(body.value)
-    result = progress.answer_part(exercise_id, part_id, user.id, value, session=session, now=utcnow())
+    result = progress.answer_part(
+        exercise_id, part_id, user.id, value, session=session, now=utcnow(), course_id=user.course_id
+    )
     part = result.part
     return AnswerOut(
         correct=result.correct,

@@ -16,6 +16,7 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.content.courses import DEFAULT_COURSE
 from app.content.errata import notes_markdown
 from app.content.records import Exercise
 from app.errors import Conflict, InvalidInput, NotFound
@@ -185,8 +186,9 @@ def _progress_row(user_id: int, exercise_id: str, part_id: str, *, session: Sess
 
 
 def answer_part(
-    exercise_id: str, part_id: str, user_id: int, answer: str, *, session: Session, now: datetime
-) -> AnswerResult:
+    exercise_id: str, part_id: str, user_id: int, answer: str, *, session: Session, now: datetime,
+    course_id: str = DEFAULT_COURSE,
+) -> AnswerResult:  # fmt: skip
     """Check ``answer`` on the server and record the attempt.
 
     Raises NotFound for an unknown exercise or part and InvalidInput (nothing recorded) for an
@@ -204,7 +206,13 @@ def answer_part(
         text = answer.strip()[:80]
         session.add(
             PartAnswer(
-                user_id=user_id, exercise_id=exercise_id, part_id=part_id, answer=text, correct=correct, answered_at=now
+                user_id=user_id,
+                exercise_id=exercise_id,
+                part_id=part_id,
+                answer=text,
+                correct=correct,
+                answered_at=now,
+                course_id=course_id,
             )
         )
         row.attempts += 1

@@ -115,7 +115,9 @@ def answer(
     # The answer box keeps what was typed, and a hint the student opened stays open.
     hint_open = hint == "shown"
     try:
-        result = progress.answer_part(exercise_id, part_id, user.id, value, session=session, now=utcnow())
+        result = progress.answer_part(
+            exercise_id, part_id, user.id, value, session=session, now=utcnow(), course_id=user.course_id
+        )
     except InvalidInput as exc:
         exercise = progress.get_exercise(exercise_id, session=session)
         part = progress.part_view(exercise, part_id, user.id, session=session)

@@ -85,7 +85,7 @@ def _card(user: Principal, session: Session, card_id: str) -> dict[str, Any]:
 def _plan(user: Principal, session: Session, body: ReviewIn, fuzz: bool) -> study.Rated | study.RatingPlan:
     return study.plan_rating(
         user.id, body.card_id, body.rating, session=session, now=utcnow(), duration_ms=body.duration_ms,
-        review_key=body.review_id, expected_version=body.version, fuzz=fuzz,
+        review_key=body.review_id, expected_version=body.version, fuzz=fuzz, course_id=user.course_id,
     )  # fmt: skip
 
 

@@ -45,7 +45,7 @@ def attempt_flags(attempt_id: int, user_id: int, *, session: Session, now: datet
         raise NotFound(f"No attempt {attempt_id} of yours.")
     if attempt.result is None or attempt.submitted_at is None:
         return []
-    if hidden_keys({attempt.quiz_id}, session=session, now=now):
+    if hidden_keys({(attempt.quiz_id, attempt.course_id)}, session=session, now=now):
         return []  # which questions were missed is part of the key the quiz's policy hides
     missed = [m["id"] for m in attempt.result.get("marks", []) if not m["correct"]]
     cards_of = dict(session.execute(select(Question.id, Question.card_ids).where(Question.id.in_(missed))).all())

@@ -61,7 +61,7 @@ def _missed_question(user_id: int, attempt_id: int, question_id: str, session: S
         raise NotFound(f"No attempt {attempt_id} of yours.")
     if attempt.result is None or attempt.submitted_at is None:
         raise InvalidInput("Submit the attempt first: a card is made from a question you missed in a result.")
-    if hidden_keys({attempt.quiz_id}, session=session, now=now):
+    if hidden_keys({(attempt.quiz_id, attempt.course_id)}, session=session, now=now):
         raise InvalidInput("This quiz does not show its answers yet, so a card with the answer cannot be made.")
     marks = {m["id"]: m for m in attempt.result.get("marks", [])}
     if question_id not in marks:

@@ -18,6 +18,7 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, bindparam, delete, func, or_, select, union_all, update
 from sqlalchemy.orm import Session
 
+from app.content.courses import DEFAULT_COURSE
 from app.content.records import Card, Deck
 from app.db import insert_for
 from app.errors import Conflict, InvalidInput, NotFound
@@ -219,6 +220,7 @@ class RatingPlan:
     version: int
     before: Snapshot
     after: Snapshot
+    course_id: str = DEFAULT_COURSE  # the course the review counts in (the schedule is the student's own)
 
 
 def _replay(user_id: int, card_id: str, key: str, session: Session) -> Rated | None:
@@ -233,6 +235,7 @@ def _replay(user_id: int, card_id: str, key: str, session: Session) -> Rated | N
 def plan_rating(
     user_id: int, card_id: str, raw: int, *, session: Session, now: datetime, duration_ms: int | None = None,
     review_key: str | None = None, expected_version: int | None = None, fuzz: bool = True,
+    course_id: str = DEFAULT_COURSE,
 ) -> Rated | RatingPlan:  # fmt: skip
     """Check a 1-5 rating and reschedule the card with FSRS, reading only (a reader session will do).
 
@@ -254,7 +257,9 @@ def plan_rating(
         raise Conflict("This card is suspended; unsuspend it in the browser to study it again.")
     before = Snapshot() if state_id is None else Snapshot(*columns)
     after = review(before, raw, now, scheduler(get_prefs(user_id, session=session), fuzz=fuzz), duration_ms)
-    return RatingPlan(user_id, card_id, deck_id, raw, review_key, duration_ms, now, state_id, version, before, after)
+    return RatingPlan(
+        user_id, card_id, deck_id, raw, review_key, duration_ms, now, state_id, version, before, after, course_id
+    )
 
 
 def apply_rating(plan: RatingPlan, *, session: Session) -> Rated:
@@ -272,7 +277,7 @@ def apply_rating(plan: RatingPlan, *, session: Session) -> Rated:
         "user_id": plan.user_id, "card_id": plan.card_id, "deck_id": plan.deck_id, "review_key": plan.review_key,
         "raw_rating": plan.raw, "rating": int(map_rating(plan.raw)), "reviewed_at": now,
         "duration_ms": plan.duration_ms, "state_before": before.state, "version_before": plan.version,
-        "before": before.to_dict(), "after": after.to_dict(), "undone_at": None,
+        "before": before.to_dict(), "after": after.to_dict(), "undone_at": None, "course_id": plan.course_id,
     }  # fmt: skip
     review_id = session.scalar(add_review, entry)
     if review_id is None:
@@ -301,6 +306,7 @@ def apply_rating(plan: RatingPlan, *, session: Session) -> Rated:
 def rate(
     user_id: int, card_id: str, raw: int, *, session: Session, now: datetime, duration_ms: int | None = None,
     review_key: str | None = None, expected_version: int | None = None, fuzz: bool = True,
+    course_id: str = DEFAULT_COURSE,
 ) -> Rated:  # fmt: skip
     """Record a 1-5 rating of a card and reschedule it with FSRS, in one session.
 
@@ -310,7 +316,8 @@ def rate(
     reader and apply in a short write transaction instead (``plan_rating``, ``apply_rating``).
     """
     planned = plan_rating(user_id, card_id, raw, session=session, now=now, duration_ms=duration_ms,
-                          review_key=review_key, expected_version=expected_version, fuzz=fuzz)  # fmt: skip
+                          review_key=review_key, expected_version=expected_version, fuzz=fuzz,
+                          course_id=course_id)  # fmt: skip
     return planned if isinstance(planned, Rated) else apply_rating(planned, session=session)
 
 

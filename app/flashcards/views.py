@@ -129,7 +129,7 @@ def missed_rate(
     now, focus = utcnow(), missed.Focus(attempt, submission, check)
     try:
         rated = study.rate(user.id, card_id, rating, session=session, now=now, duration_ms=duration_ms,
-                           expected_version=version, fuzz=fuzzing(request))  # fmt: skip
+                           expected_version=version, fuzz=fuzzing(request), course_id=user.course_id)  # fmt: skip
     except Conflict as exc:
         return _missed(request, user.id, focus, session, exc.message, status_code=409)
     return _missed_after(request, user.id, focus, session, announce=rated_message(rating, rated.snap.due, now))
@@ -223,7 +223,7 @@ def rate(
     now = utcnow()
     try:
         rated = study.rate(user.id, card_id, rating, session=session, now=now, duration_ms=duration_ms,
-                           expected_version=version, fuzz=fuzzing(request))  # fmt: skip
+                           expected_version=version, fuzz=fuzzing(request), course_id=user.course_id)  # fmt: skip
     except Conflict as exc:
         return _study(request, user.id, deck_id, session, exc.message, status_code=409)
     return _after(request, deck_id, user.id, session, announce=rated_message(rating, rated.snap.due, now))

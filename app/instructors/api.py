@@ -37,8 +37,8 @@ class GradebookOut(BaseModel):
 @router.get("/gradebook", response_model=GradebookOut)
 def gradebook_api(request: Request, user: ApiUser, session: SessionDep) -> GradebookOut:
     if not user.is_staff:
-        raise Forbidden("The gradebook is for instructors.")
-    ctx = gradebook.Context(now=utcnow())
+        raise Forbidden("The gradebook is for the course's staff.")
+    ctx = gradebook.Context.for_course(user.course_id, now=utcnow(), session=session)
     book = gradebook.build(session=session, ctx=ctx, per_page=None)
     columns = [
         ColumnOut(
@@ -78,7 +78,7 @@ class AccommodationOut(BaseModel):
 
 def _instructor(user: ApiUser) -> None:
     if not user.is_staff:
-        raise Forbidden("Time accommodations are granted by instructors.")
+        raise Forbidden("Time accommodations are granted by the course's staff.")
 
 
 def _out(found: students.Granted) -> AccommodationOut:

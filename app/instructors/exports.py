@@ -26,7 +26,10 @@ def column_fields(column: Column) -> list[str]:
     if column.count_label is None:
         return [column.key]
     fields = [f"{column.key}:best", f"{column.key}:max", f"{column.key}:{column.count_label}", f"{column.key}:late"]
-    return [*fields, f"{column.key}:gave_up"] if column.gave_up else fields
+    if column.gave_up:
+        return [*fields, f"{column.key}:gave_up"]
+    # Quizzes and labs: the student's own due date (an extension's, else the course's) and extra attempts.
+    return [*fields, f"{column.key}:due", f"{column.key}:extra_attempts"]
 
 
 def gradebook_fields(columns: Sequence[Column]) -> list[str]:
@@ -56,6 +59,10 @@ def gradebook_records(book: Gradebook) -> list[Record]:
                 record[f"{column.key}:late"] = cell.late
                 if column.gave_up:
                     record[f"{column.key}:gave_up"] = cell.gave_up
+                else:
+                    due = cell.due_at if cell.extended and cell.due_at else column.due_at
+                    record[f"{column.key}:due"] = _time(due)
+                    record[f"{column.key}:extra_attempts"] = cell.extra_attempts
         records.append(record)
     return records
 

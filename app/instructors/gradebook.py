@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import case, func, select, true
 from sqlalchemy.orm import Session
 
-from app.accounts.models import Role, User
-from app.content.records import Exercise, ExerciseSet, Question, Quiz
+from app.accounts.models import User
+from app.content.courses import DEFAULT_COURSE
+from app.content.records import Course, Exercise, ExerciseSet, Question, Quiz
+from app.courses import extensions, policy
+from app.courses.models import CourseRole, Enrollment
 from app.exercises.models import PartProgress
 from app.exercises.progress import GAVE_UP, SOLVED
 from app.flashcards.models import NEW, REVIEW, CardState, Review
@@ -59,13 +62,35 @@ class Cell:
     count: int = 0  # attempts / submissions
     late: int = 0  # of them, after the due date
     gave_up: int = 0  # exercise parts the student gave up on ("Show the answer"): tried, never solved
+    # An extension in force (app.courses.extensions): the student's own due date and extra attempts.
+    extended: bool = False
+    due_at: datetime | None = None
+    extra_attempts: int = 0
 
 
 @dataclass
 class Context:
-    """What sources may need besides the session."""
+    """What sources may need besides the session: the time, and the course whose gradebook it is.
+
+    ``assignments`` is the course's (app.content.records.Course): None assigns everything, each item
+    with its own settings. ``for_course`` reads it.
+    """
 
     now: datetime
+    course_id: str = DEFAULT_COURSE
+    assignments: dict[str, Any] | None = None
+
+    @classmethod
+    def for_course(cls, course_id: str, *, now: datetime, session: Session) -> Context:
+        assignments = session.scalar(select(Course.assignments).where(Course.id == course_id))
+        return cls(now, course_id, assignments)
+
+    def assigned(self, kind: str, item_id: str) -> bool:
+        return policy.assignment(self.assignments, kind, item_id) is not None
+
+    def due(self, kind: str, item_id: str, own: datetime | None) -> datetime | None:
+        """The course's due date for the item (every student without an extension has it)."""
+        return policy.terms(policy.assignment(self.assignments, kind, item_id), policy.Own(own)).course_due_at
 
 
 Cells = dict[tuple[int, str], Cell]  # (user id, column key) -> cell
@@ -85,6 +110,46 @@ def _for_users(query, column, user_ids: Collection[int] | None):  # type: ignore
     return query if user_ids is None else query.where(column.in_(list(user_ids)))
 
 
+def _late_count(item: Any, at: Any, columns: Sequence[Column], prefix: str) -> Any:
+    """How many of a student's rows came after their column's due date (the course's)."""
+    dues = [(c.key.removeprefix(prefix), c.due_at) for c in columns if c.due_at is not None]
+    if not dues:
+        return func.sum(0)
+    return func.sum(case(*(((item == key) & (at > due), 1) for key, due in dues), else_=0))
+
+
+def _extended(
+    cells: Cells, columns: Sequence[Column], user_ids: Collection[int] | None, model: Any, item: Any, at: Any,
+    counted: Any, *, session: Session, ctx: Context,
+) -> Cells:  # fmt: skip
+    """Cells of students with an extension in force: marked, and late counted against their own due date."""
+    kind = "quiz" if model is QuizAttempt else "lab"
+    keys = [c.key for c in columns]
+    grants = extensions.in_force(ctx.course_id, set(keys), user_ids, session=session)
+    for (uid, key), grant in grants.items():
+        cell = cells.get((uid, key), EMPTY)
+        late = cell.late
+        if grant.due_at is not None:
+            late = (
+                session.scalar(
+                    select(func.count())
+                    .select_from(model)
+                    .where(
+                        model.user_id == uid,
+                        item == key.removeprefix(f"{kind}:"),
+                        model.course_id == ctx.course_id,
+                        counted,
+                        at > grant.due_at,
+                    )
+                )
+                or 0
+            )
+        cells[(uid, key)] = replace(
+            cell, late=late, extended=True, due_at=grant.due_at, extra_attempts=grant.extra_attempts
+        )
+    return cells
+
+
 class QuizSource:
     """Per quiz: best score, submitted attempts, and how many of them were late."""
 
@@ -95,7 +160,11 @@ class QuizSource:
             ).all()
         )
         quizzes = session.scalars(select(Quiz).where(Quiz.retired_at.is_(None)).order_by(Quiz.position))
-        return [Column(f"quiz:{q.id}", "Quizzes", q.title, "attempts", counts.get(q.id, 0), q.due_at) for q in quizzes]
+        return [
+            Column(f"quiz:{q.id}", "Quizzes", q.title, "attempts", counts.get(q.id, 0), ctx.due("quiz", q.id, q.due_at))
+            for q in quizzes
+            if ctx.assigned("quiz", q.id)
+        ]
 
     def cells(
         self, columns: Sequence[Column], user_ids: Collection[int] | None, *, session: Session, ctx: Context
@@ -103,15 +172,26 @@ class QuizSource:
         ids = [c.key.removeprefix("quiz:") for c in columns]
         if not ids:
             return {}
-        late = func.sum(case((and_(Quiz.due_at.is_not(None), QuizAttempt.submitted_at > Quiz.due_at), 1), else_=0))
+        A = QuizAttempt
+        late = _late_count(A.quiz_id, A.submitted_at, columns, "quiz:")
         query = (
-            select(QuizAttempt.user_id, QuizAttempt.quiz_id, func.max(QuizAttempt.score), func.count(), late)
-            .join(Quiz, Quiz.id == QuizAttempt.quiz_id)
-            .where(QuizAttempt.quiz_id.in_(ids), QuizAttempt.submitted_at.is_not(None))
-            .group_by(QuizAttempt.user_id, QuizAttempt.quiz_id)
+            select(A.user_id, A.quiz_id, func.max(A.score), func.count(), late)
+            .where(A.quiz_id.in_(ids), A.submitted_at.is_not(None), A.course_id == ctx.course_id)
+            .group_by(A.user_id, A.quiz_id)
         )
-        rows = session.execute(_for_users(query, QuizAttempt.user_id, user_ids)).all()
-        return {(uid, f"quiz:{qid}"): Cell(best, n, int(lt or 0)) for uid, qid, best, n, lt in rows}
+        rows = session.execute(_for_users(query, A.user_id, user_ids)).all()
+        cells = {(uid, f"quiz:{qid}"): Cell(best, n, int(lt or 0)) for uid, qid, best, n, lt in rows}
+        return _extended(
+            cells,
+            columns,
+            user_ids,
+            A,
+            A.quiz_id,
+            A.submitted_at,
+            A.submitted_at.is_not(None),
+            session=session,
+            ctx=ctx,
+        )
 
 
 class LabSource:
@@ -119,8 +199,16 @@ class LabSource:
 
     def columns(self, *, session: Session, ctx: Context) -> list[Column]:
         return [
-            Column(f"lab:{lab.id}", "Labs", lab.spec.title, "submissions", lab.spec.max_score, lab.spec.due)
+            Column(
+                f"lab:{lab.id}",
+                "Labs",
+                lab.spec.title,
+                "submissions",
+                lab.spec.max_score,
+                ctx.due("lab", lab.id, lab.spec.due),
+            )
             for lab in catalog.all_labs(session).values()
+            if ctx.assigned("lab", lab.id)
         ]
 
     def cells(
@@ -130,18 +218,16 @@ class LabSource:
         if not ids:
             return {}
         S = Submission
-        dues = [(c.key.removeprefix("lab:"), c.due_at) for c in columns if c.due_at is not None]
-        late = (
-            func.sum(case(*(((S.lab_id == lab) & (S.submitted_at > due), 1) for lab, due in dues), else_=0))
-            if dues
-            else func.sum(0)
-        )
+        late = _late_count(S.lab_id, S.submitted_at, columns, "lab:")
         best = func.max(case((S.status.in_(SCORED), S.score), else_=None))
         query = (
-            select(S.user_id, S.lab_id, best, func.count(), late).where(S.lab_id.in_(ids)).group_by(S.user_id, S.lab_id)
+            select(S.user_id, S.lab_id, best, func.count(), late)
+            .where(S.lab_id.in_(ids), S.course_id == ctx.course_id)
+            .group_by(S.user_id, S.lab_id)
         )
         rows = session.execute(_for_users(query, S.user_id, user_ids)).all()
-        return {(uid, f"lab:{lid}"): Cell(b, n, int(lt or 0)) for uid, lid, b, n, lt in rows}
+        cells = {(uid, f"lab:{lid}"): Cell(b, n, int(lt or 0)) for uid, lid, b, n, lt in rows}
+        return _extended(cells, columns, user_ids, S, S.lab_id, S.submitted_at, true(), session=session, ctx=ctx)
 
 
 FLASHCARD_COLUMNS = (
@@ -169,7 +255,7 @@ class FlashcardSource:
                 func.sum(case((graded, 1), else_=0)),
                 func.sum(case((graded & (Review.rating > 1), 1), else_=0)),
             )
-            .where(Review.undone_at.is_(None))
+            .where(Review.undone_at.is_(None), Review.course_id == ctx.course_id)
             .group_by(Review.user_id)
         )
         for uid, n, total, passed in session.execute(_for_users(reviews, Review.user_id, user_ids)):
@@ -200,7 +286,7 @@ class ExerciseSetSource:
         return [
             Column(f"exercises:{s.id}", "Exercises", s.title, "parts_tried", parts[s.id], gave_up=True)
             for s in sets
-            if parts.get(s.id)
+            if parts.get(s.id) and ctx.assigned("exercises", s.id)
         ]
 
     @staticmethod
@@ -341,7 +427,11 @@ def build(
     columns = [c for _, cols in per_source for c in cols]
     if sort != "name" and sort not in {c.key for c in columns}:
         sort = "name"
-    students = select(User.id, User.username).where(User.role == Role.student)
+    students = (
+        select(User.id, User.username)
+        .join(Enrollment, Enrollment.user_id == User.id)
+        .where(Enrollment.course_id == ctx.course_id, Enrollment.role == CourseRole.student)
+    )
     if query.strip():
         students = students.where(User.username_key.contains(query.strip().lower(), autoescape=True))
     total = int(session.scalar(select(func.count()).select_from(students.subquery())) or 0)

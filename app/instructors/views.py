@@ -52,7 +52,7 @@ def gradebook_page(
     page: Annotated[int, Query(ge=1)] = 1,
     show: Annotated[list[str], Query(max_length=8)] = [],  # noqa: B006 - FastAPI copies a query default
 ) -> HTMLResponse:
-    ctx = gradebook.Context(now=utcnow())
+    ctx = gradebook.Context.for_course(user.course_id, now=utcnow(), session=session)
     book = gradebook.build(session=session, ctx=ctx, query=q, sort=sort, descending=desc, page=page, show=show)
     response = render(
         request, "instructor/gradebook.html", {"book": book}, block="table" if _partial(request) else None
@@ -63,7 +63,7 @@ def gradebook_page(
 
 @router.get("/gradebook.csv")
 def gradebook_csv(request: Request, session: SessionDep, user: RequireStaff) -> Response:
-    ctx = gradebook.Context(now=utcnow())
+    ctx = gradebook.Context.for_course(user.course_id, now=utcnow(), session=session)
     book = gradebook.build(session=session, ctx=ctx, per_page=None)
     text = exports.to_csv(exports.gradebook_fields(book.columns), exports.gradebook_records(book))
     return exports.csv_response(text, "gradebook.csv")

@@ -54,10 +54,10 @@ def submission_out(submission: Submission, lab: Lab, *, session: Session) -> Sub
 
 
 def _optional_api_user(
-    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    request: Request, session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> Principal | None:
     # No token: anyone may list the labs. A token that is wrong is still refused (401), not ignored.
-    return api_user(session, credentials) if credentials is not None else None
+    return api_user(request, session, credentials) if credentials is not None else None
 
 
 @router.get("/labs")

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.accounts.models import User
 from app.content.records import Lab as LabRow
-from app.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimited
+from app.courses import extensions, policy
+from app.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound, RateLimited
 from app.labs import queue_view, wake
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.catalog import gpus_needed
@@ -55,9 +56,11 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
         )
     # A no-op write on the student's row: it serialises this student's submissions (a row lock on
     # PostgreSQL, the write lock on SQLite), so two quick clicks cannot both pass the checks below.
+    course_id = user.working_course()
     lock = update(User).where(User.id == user.id).values(id=User.id)
     session.execute(lock.execution_options(synchronize_session=False))
     mine = (S.user_id == user.id) & (S.lab_id == lab.id)
+    _check_terms(lab, user.id, course_id, mine, session=session, now=now)
     if session.scalar(select(func.count()).select_from(S).where(mine, S.status.in_(IN_FLIGHT))):
         raise Conflict("Your previous submission to this lab is still being graded; wait for its result.")
     since = now - timedelta(seconds=limits.window_s)
@@ -81,11 +84,28 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
         submitted_at=now,
         queued_at=now,
         max_score=lab.spec.max_score,
+        course_id=course_id,
     )
     session.add(submission)
     session.flush()
     wake.ask_to_wake(session)
     return submission
+
+
+def _check_terms(lab: Lab, user_id: int, course_id: str, mine: Any, *, session: Session, now: datetime) -> None:
+    """The course's terms for the lab: assigned, still open, submissions left (extensions counted)."""
+    terms = extensions.terms_for(course_id, user_id, "lab", lab.id, policy.Own(lab.spec.due), session=session)
+    if not terms.assigned:
+        raise Forbidden(f"The lab '{lab.id}' is not part of this course.")
+    if terms.closed(now):
+        assert terms.due_at is not None
+        raise Conflict(f"This lab closed at {terms.due_at:%Y-%m-%d %H:%M} UTC; it takes no more submissions.")
+    if terms.max_attempts is not None:
+        used = session.scalar(select(func.count()).select_from(S).where(mine, S.course_id == course_id)) or 0
+        if used >= terms.max_attempts:
+            raise Conflict(
+                f"This lab allows {terms.max_attempts} submission(s) in this course and you have used them all."
+            )
 
 
 def _utf8(code: str) -> bytes:
@@ -104,7 +124,7 @@ def _utf8(code: str) -> bytes:
 def get_submission(submission_id: int, user: Principal, *, session: Session) -> Submission:
     """The submission if ``user`` may see it (its author or an instructor); else NotFound, as if absent."""
     submission = session.get(S, submission_id)
-    if submission is None or (submission.user_id != user.id and not user.is_staff):
+    if submission is None or (submission.user_id != user.id and not user.sees_course(submission.course_id)):
         raise NotFound(f"There is no submission {submission_id} of yours.")
     session.refresh(submission)  # a poll must see the worker's latest write, not the identity map's copy
     return submission

@@ -95,7 +95,8 @@ def quizzes(user: ApiUser, session: SessionDep) -> list[QuizOut]:
 @router.post("/quizzes/{quiz_id}/attempts", response_model=AttemptOut, status_code=201)
 def start(quiz_id: str, user: ApiUser, session: SessionDep, response: Response) -> AttemptOut:
     """Start an attempt (201), or return the open one for this quiz (200)."""
-    attempt, created = attempts.start_attempt(quiz_id, user.id, session=session, now=utcnow())
+    course = user.working_course()
+    attempt, created = attempts.start_attempt(quiz_id, user.id, session=session, now=utcnow(), course_id=course)
     response.status_code = 201 if created else 200
     return _attempt(attempt, session=session)
 

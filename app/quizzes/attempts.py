@@ -16,9 +16,11 @@ from sqlalchemy import CursorResult, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
+from app.content.courses import DEFAULT_COURSE
 from app.content.records import Question, Quiz
+from app.courses import extensions, policy
 from app.db import insert_for
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.quizzes import accommodations, scoring
 from app.quizzes.models import QuizAnswer, QuizAttempt
 
@@ -29,6 +31,10 @@ class AttemptClosed(Conflict):
 
 class DeadlinePassed(AttemptClosed):
     """An answer arrived after the attempt's deadline."""
+
+
+class QuizClosed(Conflict):
+    """The course closes the quiz at its due date (``late: refuse``) and that date has passed."""
 
 
 class NoAttemptsLeft(Conflict):
@@ -60,40 +66,45 @@ def _expired(attempt: QuizAttempt, now: datetime) -> bool:
     return attempt.is_open and attempt.deadline is not None and now >= attempt.deadline
 
 
-def start_attempt(quiz_id: str, user_id: int, *, session: Session, now: datetime) -> tuple[QuizAttempt, bool]:
-    """Start an attempt, or resume the open one: returns ``(attempt, created)``.
+def start_attempt(
+    quiz_id: str, user_id: int, *, session: Session, now: datetime, course_id: str = DEFAULT_COURSE
+) -> tuple[QuizAttempt, bool]:
+    """Start an attempt in ``course_id``, or resume the open one there: returns ``(attempt, created)``.
+
+    The course's terms apply (app.courses.policy): it must assign the quiz, a ``late: refuse`` quiz
+    closes at the student's due date, and attempts are counted in the course, extensions included.
 
     The deadline is fixed here, on the server's clock, from the quiz's time limit as the student's
     time accommodation stretches it (``accommodations.student_limit``).
     """
     # Write first (see the module docstring); on PostgreSQL also hold the student's row, so two
     # tabs pressing Start at once get one attempt.
+    mine = (QuizAttempt.user_id == user_id) & (QuizAttempt.quiz_id == quiz_id) & (QuizAttempt.course_id == course_id)
     session.execute(
         update(QuizAttempt)
-        .where(QuizAttempt.user_id == user_id, QuizAttempt.quiz_id == quiz_id, QuizAttempt.submitted_at.is_(None))
+        .where(mine, QuizAttempt.submitted_at.is_(None))
         .values(updated_at=QuizAttempt.updated_at)
         .execution_options(synchronize_session=False)
     )
     session.execute(select(User.id).where(User.id == user_id).with_for_update())
     quiz = _quiz(quiz_id, session=session)
-    open_ = session.scalars(
-        select(QuizAttempt).where(
-            QuizAttempt.user_id == user_id, QuizAttempt.quiz_id == quiz_id, QuizAttempt.submitted_at.is_(None)
-        )
-    ).all()
+    open_ = session.scalars(select(QuizAttempt).where(mine, QuizAttempt.submitted_at.is_(None))).all()
     for attempt in open_:
         if _expired(attempt, now):
             _finalize(attempt, session=session, now=now)
         else:
             return attempt, False
-    if quiz.max_attempts is not None:
-        used = session.scalar(
-            select(func.count())
-            .select_from(QuizAttempt)
-            .where(QuizAttempt.user_id == user_id, QuizAttempt.quiz_id == quiz_id)
-        )
-        if (used or 0) >= quiz.max_attempts:
-            raise NoAttemptsLeft(f"This quiz allows {quiz.max_attempts} attempt(s) and you have used them all.")
+    own = policy.Own(quiz.due_at, quiz.max_attempts, quiz.show_answers)
+    terms = extensions.terms_for(course_id, user_id, "quiz", quiz_id, own, session=session)
+    if not terms.assigned:
+        raise Forbidden(f"The quiz '{quiz_id}' is not part of this course.")
+    if terms.closed(now):
+        assert terms.due_at is not None
+        raise QuizClosed(f"This quiz closed at {terms.due_at:%Y-%m-%d %H:%M} UTC; it takes no more attempts.")
+    if terms.max_attempts is not None:
+        used = session.scalar(select(func.count()).select_from(QuizAttempt).where(mine))
+        if (used or 0) >= terms.max_attempts:
+            raise NoAttemptsLeft(f"This quiz allows {terms.max_attempts} attempt(s) and you have used them all.")
     live = session.execute(
         select(Question.id, Question.section_id)
         .where(Question.quiz_id == quiz_id, Question.retired_at.is_(None))
@@ -110,6 +121,7 @@ def start_attempt(quiz_id: str, user_id: int, *, session: Session, now: datetime
         started_at=now,
         updated_at=now,
         deadline=now + timedelta(minutes=limit) if limit else None,
+        course_id=course_id,
     )
     session.add(attempt)
     session.flush()

@@ -15,7 +15,9 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.content.errata import notes_markdown
-from app.content.records import Card, Question, Quiz
+from app.content.records import Card, Course, Question, Quiz
+from app.courses import extensions
+from app.courses import policy as courses_policy
 from app.errors import NotFound
 from app.quizzes import attempts, countdown, policy, rescore, scoring, statistics
 from app.quizzes.models import QuizAttempt
@@ -268,7 +270,9 @@ def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, review
         if m["id"] in views
     )
     result = attempt.result
-    shown = reviewer or policy.key_visible(quiz.show_answers, quiz.due_at, now)
+    own = courses_policy.Own(quiz.due_at, quiz.max_attempts, quiz.show_answers)
+    terms = extensions.terms_for(attempt.course_id, attempt.user_id, "quiz", quiz.id, own, session=session)
+    shown = reviewer or policy.key_visible(terms.show_answers or "at_once", terms.course_due_at, now)
     if not shown:
         items = tuple(ReviewItem(i.question, i.choice, "", False, "", "") for i in items)
     rescores = tuple(
@@ -280,7 +284,7 @@ def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, review
     )  # fmt: skip
     return ResultPage(
         attempt, quiz, result, items, scoring.pass_mark(quiz.passing_score, result["max_score"]),
-        key_shown=shown, late=policy.is_late(attempt.submitted_at, quiz.due_at), rescores=rescores,
+        key_shown=shown, late=terms.is_late(attempt.submitted_at), rescores=rescores,
     )  # fmt: skip
 
 
@@ -292,10 +296,28 @@ class CardToReview:
     flagged_at: datetime
 
 
-def hidden_keys(quiz_ids: set[str], *, session: Session, now: datetime) -> set[str]:
-    """The quizzes among ``quiz_ids`` whose answer key students may not see at ``now``."""
-    rows = session.execute(select(Quiz.id, Quiz.show_answers, Quiz.due_at).where(Quiz.id.in_(quiz_ids))).all()
-    return {qid for qid, show, due in rows if not policy.key_visible(show, due, now)}
+def hidden_keys(pairs: set[tuple[str, str]], *, session: Session, now: datetime) -> set[tuple[str, str]]:
+    """The (quiz, course) pairs among ``pairs`` whose answer key students may not see at ``now``.
+
+    The course decides when (its ``show_answers`` and due date for the quiz), else the quiz's own file.
+    """
+    quizzes = {
+        qid: courses_policy.Own(due, None, show)
+        for qid, show, due in session.execute(
+            select(Quiz.id, Quiz.show_answers, Quiz.due_at).where(Quiz.id.in_({q for q, _ in pairs}))
+        )
+    }
+    plans = dict(
+        session.execute(select(Course.id, Course.assignments).where(Course.id.in_({c for _, c in pairs}))).all()
+    )
+    hidden = set()
+    for quiz_id, course_id in pairs:
+        if quiz_id not in quizzes:
+            continue
+        terms = courses_policy.terms(courses_policy.assignment(plans.get(course_id), "quiz", quiz_id), quizzes[quiz_id])
+        if not policy.key_visible(terms.show_answers or "at_once", terms.course_due_at, now):
+            hidden.add((quiz_id, course_id))
+    return hidden
 
 
 def cards_to_review(
@@ -311,8 +333,8 @@ def cards_to_review(
         query = query.where(QuizAttempt.submitted_at > since)
     rows = session.scalars(query.order_by(QuizAttempt.submitted_at.desc(), QuizAttempt.id.desc())).all()
     # Which questions were missed is part of the key: none while the quiz's policy hides it.
-    hidden = hidden_keys({a.quiz_id for a in rows}, session=session, now=now or datetime.now(UTC))
-    rows = [a for a in rows if a.quiz_id not in hidden]
+    hidden = hidden_keys({(a.quiz_id, a.course_id) for a in rows}, session=session, now=now or datetime.now(UTC))
+    rows = [a for a in rows if (a.quiz_id, a.course_id) not in hidden]
     missed = {(a.id, m["id"]) for a in rows for m in (a.result or {}).get("marks", []) if not m["correct"]}
     cards_of = dict(
         session.execute(select(Question.id, Question.card_ids).where(Question.id.in_({q for _, q in missed}))).all()
@@ -347,19 +369,23 @@ def first_attempts(results: list[tuple[int, dict[str, Any]]]) -> list[dict[str, 
     return firsts
 
 
-def quiz_statistics(quiz_id: str, *, session: Session, now: datetime, all_attempts: bool = False) -> StatisticsPage:
-    """Item statistics over each student's first submitted attempt (or every one with ``all_attempts``).
+def quiz_statistics(
+    quiz_id: str, *, session: Session, now: datetime, all_attempts: bool = False, course_id: str | None = None
+) -> StatisticsPage:
+    """Item statistics over each student's first submitted attempt (or every one with ``all_attempts``),
+    in ``course_id`` (None: every course).
 
     First attempts by default: later attempts follow a seen key and would inflate facility.
     Expired attempts are submitted first.
     """
     summary = get_quiz(quiz_id, session=session)
     attempts.sweep_expired(session=session, now=now)
-    rows_ = session.execute(
-        select(QuizAttempt.user_id, QuizAttempt.result)
-        .where(QuizAttempt.quiz_id == quiz_id, QuizAttempt.result.is_not(None))
-        .order_by(QuizAttempt.started_at, QuizAttempt.id)
-    ).all()
+    query = select(QuizAttempt.user_id, QuizAttempt.result).where(
+        QuizAttempt.quiz_id == quiz_id, QuizAttempt.result.is_not(None)
+    )
+    if course_id is not None:
+        query = query.where(QuizAttempt.course_id == course_id)
+    rows_ = session.execute(query.order_by(QuizAttempt.started_at, QuizAttempt.id)).all()
     pairs = [(uid, r) for uid, r in rows_ if r]
     results = [r for _, r in pairs] if all_attempts else first_attempts(pairs)
     rows = {q.id: q for q in session.scalars(_live_questions(quiz_id).order_by(Question.position))}

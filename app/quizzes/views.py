@@ -136,7 +136,8 @@ def quiz_intro(quiz_id: str, request: Request, session: SessionDep, user: Option
 
 @router.post("/{quiz_id}/attempts")
 def start(quiz_id: str, request: Request, session: SessionDep, user: CurrentUser) -> Response:
-    attempt, _ = attempts.start_attempt(quiz_id, user.id, session=session, now=utcnow())
+    course = user.working_course()
+    attempt, _ = attempts.start_attempt(quiz_id, user.id, session=session, now=utcnow(), course_id=course)
     return _go(request, f"/quizzes/attempts/{attempt.id}")
 
 
@@ -148,7 +149,9 @@ def statistics(
     user: RequireStaff,
     which: Annotated[str, Query(alias="attempts", pattern="^(first|all)$")] = "first",
 ) -> HTMLResponse:
-    page = service.quiz_statistics(quiz_id, session=session, now=utcnow(), all_attempts=which == "all")
+    page = service.quiz_statistics(
+        quiz_id, session=session, now=utcnow(), all_attempts=which == "all", course_id=user.course_id
+    )
     context = {
         "stats": page.stats,
         "questions": page.questions,

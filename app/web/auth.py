@@ -17,6 +17,7 @@ from app.content.courses import DEFAULT_COURSE
 from app.courses import access
 from app.courses.models import STAFF, CourseRole
 from app.db import session_scope, utcnow
+from app.errors import Forbidden
 from app.flashcards import preferences
 
 COOKIE = "ringlab_session"
@@ -50,6 +51,19 @@ class Principal:
     def in_course(self) -> bool:
         """May work in the course (start attempts, submit, review): any member, and site administrators."""
         return self.is_admin or self.course_role is not None
+
+    def working_course(self) -> str:
+        """The course this request's work (an attempt, a submission) goes in; Forbidden if the user is not in it."""
+        if not self.in_course:
+            raise Forbidden(
+                f"You are not in the course '{self.course_id}'. Choose one of your courses on /courses, "
+                "or join this one with its join code."
+            )
+        return self.course_id
+
+    def sees_course(self, course_id: str) -> bool:
+        """Whether staff pages may show work made in ``course_id``: staff of that course, or an administrator."""
+        return self.is_admin or (self.is_staff and course_id == self.course_id)
 
     @classmethod
     def of(cls, user: User, time_zone: str = "UTC", place: access.Place | None = None) -> Principal:

@@ -11,13 +11,15 @@ from tests.factories import api_token, make_user
 def test_register_token_me(client: TestClient) -> None:
     created = client.post("/api/v1/auth/register", json={"username": "apiuser", "password": "long-enough-pw"})
     assert created.status_code == 201
-    assert created.json() == {"username": "apiuser", "role": "student"}
+    joined = [{"id": "default", "title": "Default course", "term": None, "role": "student"}]
+    expected = {"username": "apiuser", "role": "student", "course": "default", "course_role": "student", "courses": joined}
+    assert created.json() == expected
     token = client.post("/api/v1/auth/token", json={"username": "apiuser", "password": "long-enough-pw"})
     assert token.status_code == 200
     body = token.json()
     assert body["token_type"] == "bearer" and len(body["access_token"]) >= 40
     me = client.get("/api/v1/me", headers={"Authorization": f"Bearer {body['access_token']}"})
-    assert me.json() == {"username": "apiuser", "role": "student"}
+    assert me.json() == expected
 
 
 def test_bad_or_missing_token_is_401_json(client: TestClient) -> None:

@@ -164,7 +164,7 @@ def test_student_gets_403_instructor_gets_the_page(client: TestClient, session: 
     make_user(session, "teacher", role=Role.admin)
     sign_in(client, "student-1")
     forbidden = client.get("/instructor")
-    assert forbidden.status_code == 403 and "This page is for instructors." in forbidden.text
+    assert forbidden.status_code == 403 and "This page is for the course" in forbidden.text
     assert 'href="/instructor"' not in client.get("/").text
     sign_in(client, "teacher")
     page = client.get("/instructor")

@@ -12,12 +12,14 @@ from sqlalchemy.orm import Session
 from app.accounts.models import Role, User
 from app.accounts.service import hasher
 from app.content.records import Question, Quiz
+from app.courses.access import Place
 from app.courses.models import CourseRole, Enrollment
 from app.flashcards.models import NEW, REVIEW, CardState, Review
 from app.labs.models import Submission, SubmissionStatus
 from app.quizzes import scoring
 from app.quizzes.attempts import result_dict
 from app.quizzes.models import QuizAccommodation, QuizAnswer, QuizAttempt
+from app.web.auth import Principal
 
 PASSWORD = "correct-horse-battery"
 
@@ -40,6 +42,11 @@ def make_user(
         session.add(Enrollment(user_id=user.id, course_id=course, role=course_role))
     session.commit()
     return user
+
+
+def student_principal(user: User) -> Principal:
+    """``user`` as a request in the default course, as a student of it, sees them."""
+    return Principal.of(user, place=Place("default", CourseRole.student))
 
 
 def csrf_token(client: TestClient) -> str:

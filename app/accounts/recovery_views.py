@@ -15,6 +15,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.accounts import recovery
 from app.accounts.export import export_user
 from app.accounts.models import User
+from app.courses.models import CourseRole
+from app.courses.service import role_in
 from app.db import utcnow
 from app.deps import CurrentUser, RequireStaff, RowId, SessionDep
 from app.errors import DomainError, NotFound
@@ -95,10 +97,13 @@ def reset(
 
 @router.post("/instructor/students/{user_id}/password-reset", response_class=HTMLResponse)
 def make_reset_link(user_id: RowId, request: Request, session: SessionDep, staff: RequireStaff) -> Response:
-    """A one-time link for the student, shown once on this page for staff to pass on."""
+    """A one-time link for a student of the course, shown once on this page for staff to pass on.
+
+    Staff reset only their course's students: never another member of staff, nor a site administrator.
+    """
     student = session.get(User, user_id)
-    if student is None:
-        raise NotFound("There is no such student.")
+    if student is None or student.is_admin or role_in(user_id, staff.course_id, session=session) != CourseRole.student:
+        raise NotFound("There is no such student in this course.")
     by = session.get(User, staff.id)
     issued = recovery.issue_reset(student, by=by, session=session, now=utcnow())
     link = str(request.base_url).rstrip("/") + f"/reset/{issued.token}"

@@ -104,6 +104,14 @@ def terms_for(
     return policy.terms(policy.assignment(assignments, kind, item_id), own, grant_)
 
 
+def course_due(
+    course_id: str, kind: str, item_id: str, own_due: datetime | None, *, session: Session
+) -> datetime | None:
+    """The course's due date for an item (what a student without an extension has)."""
+    assignments = session.scalar(select(Course.assignments).where(Course.id == course_id))
+    return policy.terms(policy.assignment(assignments, kind, item_id), policy.Own(own_due)).course_due_at
+
+
 def history(course_id: str, user_id: int, *, session: Session) -> list[GrantRecord]:
     """Every grant to the student in the course, newest first."""
     granter = User.__table__.alias("granter")

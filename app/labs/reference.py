@@ -14,6 +14,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.courses import extensions
+from app.courses import policy as course_policy
 from app.errors import Forbidden
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.diff import SideBySide, side_by_side
@@ -65,7 +67,11 @@ def _full_marks(best: Submission | None) -> bool:
 def allowed(lab: Lab, user: Principal, *, session: Session, now: datetime) -> Access:
     """May ``user`` compare with the reference of ``lab`` now?"""
     best = best_submission(lab.id, user.id, session=session)
-    return access(lab.spec.reference, due=lab.spec.due, now=now, full_marks=_full_marks(best), instructor=user.is_staff)
+    # The course may say when instead (its show_answers: at_once means "after full marks", a lab's default).
+    own = course_policy.Own(lab.spec.due, None, lab.spec.reference)
+    terms = extensions.terms_for(user.course_id, user.id, "lab", lab.id, own, session=session)
+    when = {"at_once": "after_full_marks"}.get(terms.show_answers or "", terms.show_answers or lab.spec.reference)
+    return access(when, due=terms.course_due_at, now=now, full_marks=_full_marks(best), instructor=user.is_staff)
 
 
 @dataclass(frozen=True)

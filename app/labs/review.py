@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from sqlalchemy import func, select
@@ -72,14 +73,21 @@ def pick_best(rows: list[tuple[int, int, SubmissionStatus, float | None]]) -> li
     return sorted((k[2] for k in best.values()), reverse=True)
 
 
-def status_counts(lab_id: str, *, session: Session) -> dict[str, int]:
-    rows = session.execute(select(S.status, func.count()).where(S.lab_id == lab_id).group_by(S.status)).all()
+def _in(lab_id: str, course_id: str | None) -> list[Any]:
+    """The lab's submissions made in ``course_id`` (None: in every course)."""
+    return [S.lab_id == lab_id] if course_id is None else [S.lab_id == lab_id, S.course_id == course_id]
+
+
+def status_counts(lab_id: str, *, session: Session, course_id: str | None = None) -> dict[str, int]:
+    rows = session.execute(select(S.status, func.count()).where(*_in(lab_id, course_id)).group_by(S.status)).all()
     return {status.value: n for status, n in rows}
 
 
-def review(lab_id: str, filters: Filters, *, session: Session, per_page: int = PER_PAGE) -> ReviewPage:
-    """One page of the lab's submissions (newest first) matching ``filters``, with their authors' names."""
-    where = [S.lab_id == lab_id]
+def review(
+    lab_id: str, filters: Filters, *, session: Session, per_page: int = PER_PAGE, course_id: str | None = None
+) -> ReviewPage:
+    """One page of the lab's submissions in ``course_id`` (newest first) matching ``filters``, with their authors."""
+    where = _in(lab_id, course_id)
     if filters.student.strip():
         where.append(User.username_key.contains(filters.student.strip().lower(), autoescape=True))
     if filters.status in STATUSES:
@@ -107,18 +115,18 @@ def review(lab_id: str, filters: Filters, *, session: Session, per_page: int = P
         )
     rows = [(s, name) for s, name in session.execute(query.order_by(S.id.desc())).all()]
     shown = Filters(filters.student, filters.status, filters.best, page)
-    return ReviewPage(rows, total, shown, per_page, status_counts(lab_id, session=session))
+    return ReviewPage(rows, total, shown, per_page, status_counts(lab_id, session=session, course_id=course_id))
 
 
-def regradable(lab_id: str, *, session: Session) -> int:
+def regradable(lab_id: str, *, session: Session, course_id: str | None = None) -> int:
     """How many of the lab's submissions "Re-grade all" would queue (those not queued or running)."""
-    query = select(func.count()).select_from(S).where(S.lab_id == lab_id, S.status.not_in(IN_FLIGHT))
+    query = select(func.count()).select_from(S).where(*_in(lab_id, course_id), S.status.not_in(IN_FLIGHT))
     return int(session.scalar(query) or 0)
 
 
-def every_submission(lab_id: str, *, session: Session) -> list[tuple[Submission, str]]:
-    """All of the lab's submissions, oldest first, with their authors' names (the CSV export)."""
-    query = select(S, User.username).join(User, User.id == S.user_id).where(S.lab_id == lab_id).order_by(S.id)
+def every_submission(lab_id: str, *, session: Session, course_id: str | None = None) -> list[tuple[Submission, str]]:
+    """All of the lab's submissions in ``course_id``, oldest first, with their authors' names (the CSV export)."""
+    query = select(S, User.username).join(User, User.id == S.user_id).where(*_in(lab_id, course_id)).order_by(S.id)
     return [(s, name) for s, name in session.execute(query).all()]
 
 

@@ -232,11 +232,15 @@ def board(*, session: Session, now: datetime) -> queue_view.Board:
     )
 
 
-def regrade(submission_ids: list[int] | None, lab_id: str, *, session: Session, now: datetime) -> int:
-    """Queue submissions again (by id, or every one of the lab when None); running ones are left alone.
+def regrade(
+    submission_ids: list[int] | None, lab_id: str, *, session: Session, now: datetime, course_id: str | None = None
+) -> int:
+    """Queue submissions again (by id, or every one of the lab in ``course_id`` when None); running ones are left alone.
 
     A re-grade is against the lab's current version: that is why an instructor re-grades (fixed checks)."""
     query = update(S).where(S.lab_id == lab_id, S.status.not_in(IN_FLIGHT))
+    if course_id is not None:
+        query = query.where(S.course_id == course_id)
     if submission_ids is not None:
         query = query.where(S.id.in_(submission_ids))
     result = session.execute(

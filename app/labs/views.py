@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from sqlalchemy.orm import Session
 
 from app.content.markdown import render as markdown
+from app.courses import extensions
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireStaff, RowId, SessionDep
 from app.errors import Forbidden, InvalidInput, NotFound
@@ -273,7 +274,9 @@ def all_submissions(
     queued: Annotated[int | None, Query(ge=0)] = None,
 ) -> HTMLResponse:
     lab = catalog.get_lab(session, lab_id)
-    found = review.review(lab.id, review.Filters(student, status, best, page), session=session)
+    found = review.review(
+        lab.id, review.Filters(student, status, best, page), session=session, course_id=user.course_id
+    )
     context = {"lab": lab, "page": found, "queued": queued, "statuses": review.STATUSES, "poll_ms": 1000,
                "status_names": outcome.STATUS_NAMES,
                "workers": service.workers(session=session, now=utcnow())}  # fmt: skip
@@ -285,7 +288,10 @@ def all_submissions(
 @router.get("/{lab_id}/submissions.csv")
 def submissions_csv(lab_id: str, request: Request, session: SessionDep, user: RequireStaff) -> Response:
     lab = catalog.get_lab(session, lab_id)
-    records = exports.submission_records(review.every_submission(lab.id, session=session), lab.spec.due)
+    rows = review.every_submission(lab.id, session=session, course_id=user.course_id)
+    records = exports.submission_records(
+        rows, extensions.course_due(user.course_id, "lab", lab.id, lab.spec.due, session=session)
+    )
     return exports.csv_response(exports.to_csv(exports.SUBMISSION_FIELDS, records), f"{lab.id}-submissions.csv")
 
 
@@ -300,9 +306,9 @@ def regrade_all(
     """Without ``confirm=yes``, a page that says how many jobs it would queue and asks first."""
     lab = catalog.get_lab(session, lab_id)
     if confirm != "yes":
-        count = review.regradable(lab.id, session=session)
+        count = review.regradable(lab.id, session=session, course_id=user.course_id)
         return render(request, "labs/regrade_confirm.html", {"lab": lab, "count": count})
-    queued = service.regrade(None, lab.id, session=session, now=utcnow())
+    queued = service.regrade(None, lab.id, session=session, now=utcnow(), course_id=user.course_id)
     return _back(request, f"/labs/{lab.id}/all?queued={queued}")
 
 

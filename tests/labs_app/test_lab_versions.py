@@ -19,9 +19,8 @@ from app.labs.models import Submission, SubmissionStatus
 from app.labs.queue import Job
 from app.labs.settings import LabSettings
 from app.labs.worker import Worker
-from app.web.auth import Principal
 from tests.conftest import CONTENT_DIR
-from tests.factories import make_user
+from tests.factories import make_user, student_principal
 from tests.labs_app.conftest import capacity, solution, unique
 
 
@@ -39,7 +38,7 @@ def submit(factory: sessionmaker[Session], lab_id: str, code: str) -> int:
         lab = catalog.get_lab(session, lab_id)
         user = make_user(session, unique("ver"))
         limits = service.Limits.of(LabSettings())
-        return service.submit(lab, Principal.of(user), code, session=session, now=utcnow(), limits=limits).id
+        return service.submit(lab, student_principal(user), code, session=session, now=utcnow(), limits=limits).id
 
 
 def test_each_submission_is_graded_against_its_own_lab_version(

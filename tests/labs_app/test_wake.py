@@ -16,9 +16,8 @@ from app.db import make_engine, make_sessionmaker, session_scope, utcnow
 from app.labs import catalog, queue, service, wake
 from app.labs.models import Submission, SubmissionStatus
 from app.labs.settings import LabSettings
-from app.web.auth import Principal
 from tests.conftest import BACKENDS, migrated_db_url
-from tests.factories import make_user
+from tests.factories import make_user, student_principal
 from tests.labs_app.conftest import capacity, unique
 
 
@@ -42,7 +41,7 @@ def submit(engine: Engine, *, fail: bool = False) -> int:
         lab = catalog.get_lab(session, "ring-allreduce")
         user = make_user(session, unique("wake"))
         limits = service.Limits.of(LabSettings())
-        row = service.submit(lab, Principal.of(user), "x = 1\n", session=session, now=utcnow(), limits=limits)
+        row = service.submit(lab, student_principal(user), "x = 1\n", session=session, now=utcnow(), limits=limits)
         if fail:
             raise RuntimeError("the request failed after queueing")
         return row.id

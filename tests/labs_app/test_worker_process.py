@@ -27,9 +27,8 @@ from app.labs import catalog, service
 from app.labs.models import LabWorker, Submission, SubmissionStatus
 from app.labs.settings import LabSettings
 from app.migrate import upgrade
-from app.web.auth import Principal
 from tests.conftest import CONTENT_DIR, REPO, make_db_url
-from tests.factories import make_user
+from tests.factories import make_user, student_principal
 from tests.labs_app.conftest import solution, unique
 
 GPU_LAB = "collectives-p2p-gpu"
@@ -86,7 +85,7 @@ def submit(factory: sessionmaker[Session], content: Path, lab_id: str, code: str
         lab = catalog.get_lab(session, lab_id)
         user = make_user(session, unique("proc"))
         limits = service.Limits.of(LabSettings())
-        return service.submit(lab, Principal.of(user), code, session=session, now=utcnow(), limits=limits).id
+        return service.submit(lab, student_principal(user), code, session=session, now=utcnow(), limits=limits).id
 
 
 def wait_done(

@@ -3,7 +3,7 @@ and the student's time accommodation on timed quizzes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from sqlalchemy import select
@@ -170,6 +170,4 @@ def attempt_for_instructor(
         raise quiz_attempts.AttemptClosed("This attempt is still open: it has no result yet.")
     student = get_user(attempt.user_id, session=session)
     page = quizzes.result_page(attempt, session=session, now=now, reviewer=True)
-    return quizzes.ResultPage(
-        page.attempt, page.quiz, page.result, page.items, page.pass_mark, True, page.late, student.username
-    )
+    return replace(page, key_shown=True, student=student.username)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.content.markdown import render as markdown
 from app.courses import extensions
+from app.courses import policy as course_policy
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, RequireStaff, RowId, SessionDep
 from app.errors import Forbidden, InvalidInput, NotFound
@@ -114,7 +115,16 @@ def _lab_page(request: Request, lab: Lab, user: Any, current: Submission | None,
         "history": service.history(lab.id, user.id, session=session) if user else [],
         "gpu_waiting": service.gpu_waiting(lab, session=session, now=utcnow()),
         "queue_long": _queue_long(request, lab, session=session) if user else None,
+        "terms": _terms(lab, user, session=session),
     }
+
+
+def _terms(lab: Lab, user: Principal | None, *, session: Session) -> course_policy.Terms:
+    """The lab's terms as the page shows them: the user's course's, with their extension; else the lab's own."""
+    own = course_policy.Own(lab.spec.due)
+    if user is None or not user.in_course:
+        return course_policy.terms({}, own)
+    return extensions.terms_for(user.course_id, user.id, "lab", lab.id, own, session=session)
 
 
 def _queue_long(request: Request, lab: Lab, *, session: Session) -> queue_view.Estimate | None:
@@ -255,7 +265,8 @@ def compare_with_reference(lab_id: str, request: Request, session: SessionDep, u
 @router.get("/{lab_id}/history", response_class=HTMLResponse)
 def history(lab_id: str, request: Request, session: SessionDep, user: CurrentUser) -> HTMLResponse:
     lab = catalog.get_lab(session, lab_id)
-    context = {"lab": lab, "history": service.history(lab.id, user.id, session=session)}
+    history = service.history(lab.id, user.id, session=session)
+    context = {"lab": lab, "history": history, "terms": _terms(lab, user, session=session)}
     response = render(request, "labs/lab.html", context, block="history")
     response.headers.update(NO_STORE)
     return response

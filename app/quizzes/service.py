@@ -28,6 +28,25 @@ class QuizSummary:
     quiz: Quiz
     question_count: int
     section_counts: dict[str, int]
+    # The course's terms for the student (its due date, with their extension); None: the quiz's own.
+    terms: courses_policy.Terms | None = None
+
+    @property
+    def due_at(self) -> datetime | None:
+        return self.terms.due_at if self.terms else self.quiz.due_at
+
+    @property
+    def max_attempts(self) -> int | None:
+        return self.terms.max_attempts if self.terms else self.quiz.max_attempts
+
+    @property
+    def show_answers(self) -> str:
+        return (self.terms.show_answers if self.terms else None) or self.quiz.show_answers
+
+    @property
+    def closes(self) -> bool:
+        """The quiz takes no attempt after the due date (the course's ``late: refuse``)."""
+        return bool(self.terms and self.terms.late == "refuse")
 
     @property
     def pass_mark(self) -> int | None:
@@ -38,17 +57,32 @@ def _live_questions(quiz_id: str):  # type: ignore[no-untyped-def]
     return select(Question).where(Question.quiz_id == quiz_id, Question.retired_at.is_(None))
 
 
-def list_quizzes(*, session: Session) -> list[QuizSummary]:
+def _terms(quiz: Quiz, course_id: str | None, user_id: int | None, session: Session) -> courses_policy.Terms | None:
+    if course_id is None:
+        return None
+    own = courses_policy.Own(quiz.due_at, quiz.max_attempts, quiz.show_answers)
+    if user_id is None:
+        assignments = session.scalar(select(Course.assignments).where(Course.id == course_id))
+        return courses_policy.terms(courses_policy.assignment(assignments, "quiz", quiz.id), own)
+    return extensions.terms_for(course_id, user_id, "quiz", quiz.id, own, session=session)
+
+
+def list_quizzes(*, session: Session, course_id: str | None = None, user_id: int | None = None) -> list[QuizSummary]:
+    """The live quizzes; with ``course_id``, those the course assigns, with its terms (for ``user_id``)."""
     counts = dict(
         session.execute(
             select(Question.quiz_id, func.count()).where(Question.retired_at.is_(None)).group_by(Question.quiz_id)
         ).all()
     )
     quizzes = session.scalars(select(Quiz).where(Quiz.retired_at.is_(None)).order_by(Quiz.position))
-    return [QuizSummary(q, counts.get(q.id, 0), {}) for q in quizzes]
+    out = [QuizSummary(q, counts.get(q.id, 0), {}, _terms(q, course_id, user_id, session)) for q in quizzes]
+    return [s for s in out if s.terms is None or s.terms.assigned]
 
 
-def get_quiz(quiz_id: str, *, session: Session) -> QuizSummary:
+def get_quiz(
+    quiz_id: str, *, session: Session, course_id: str | None = None, user_id: int | None = None
+) -> QuizSummary:
+    """The quiz with its question counts; with ``course_id``, the course's terms (for ``user_id``)."""
     quiz = session.get(Quiz, quiz_id)
     if quiz is None or quiz.retired_at is not None:
         raise NotFound(f"No quiz '{quiz_id}'.")
@@ -56,15 +90,18 @@ def get_quiz(quiz_id: str, *, session: Session) -> QuizSummary:
     for question in session.scalars(_live_questions(quiz_id)):
         key = question.section_id or ""
         section_counts[key] = section_counts.get(key, 0) + 1
-    return QuizSummary(quiz, sum(section_counts.values()), section_counts)
+    return QuizSummary(quiz, sum(section_counts.values()), section_counts, _terms(quiz, course_id, user_id, session))
 
 
-def history(quiz_id: str, user_id: int, *, session: Session, now: datetime) -> list[QuizAttempt]:
-    """The student's attempts at a quiz, newest first; any past its deadline is submitted first."""
+def history(
+    quiz_id: str, user_id: int, *, session: Session, now: datetime, course_id: str | None = None
+) -> list[QuizAttempt]:
+    """The student's attempts at a quiz (in ``course_id``), newest first; any past its deadline is submitted first."""
+    mine = [QuizAttempt.quiz_id == quiz_id, QuizAttempt.user_id == user_id]
+    if course_id is not None:
+        mine.append(QuizAttempt.course_id == course_id)
     rows = session.scalars(
-        select(QuizAttempt)
-        .where(QuizAttempt.quiz_id == quiz_id, QuizAttempt.user_id == user_id)
-        .order_by(QuizAttempt.started_at.desc(), QuizAttempt.id.desc())
+        select(QuizAttempt).where(*mine).order_by(QuizAttempt.started_at.desc(), QuizAttempt.id.desc())
     ).all()
     for row in rows:
         if row.is_open and row.deadline is not None and now >= row.deadline:
@@ -238,6 +275,8 @@ class ResultPage:
     late: bool = False
     student: str | None = None  # set when an instructor reviews someone else's attempt
     rescores: tuple[RescoreView, ...] = ()
+    reveal: str = "at_once"  # when the key shows, as the course (else the quiz) says
+    reveal_at: datetime | None = None  # the due date it waits for ("after_due")
 
 
 def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, reviewer: bool = False) -> ResultPage:
@@ -285,6 +324,7 @@ def result_page(attempt: QuizAttempt, *, session: Session, now: datetime, review
     return ResultPage(
         attempt, quiz, result, items, scoring.pass_mark(quiz.passing_score, result["max_score"]),
         key_shown=shown, late=terms.is_late(attempt.submitted_at), rescores=rescores,
+        reveal=terms.show_answers or "at_once", reveal_at=terms.course_due_at,
     )  # fmt: skip
 
 

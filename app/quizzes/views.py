@@ -12,6 +12,7 @@ from app.deps import CurrentUser, OptionalUser, RequireStaff, RowId, SessionDep,
 from app.errors import NotFound
 from app.flashcards import missed, personal
 from app.quizzes import accommodations, attempts, service
+from app.web.auth import Principal
 from app.web.templating import render
 
 router = APIRouter(prefix="/quizzes", tags=["quizzes"])
@@ -40,8 +41,9 @@ def _result_url(attempt_id: int) -> str:
 
 
 @router.get("", response_class=HTMLResponse)
-def quiz_list(request: Request, session: SessionDep) -> HTMLResponse:
-    return render(request, "quizzes/list.html", {"quizzes": service.list_quizzes(session=session)})
+def quiz_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
+    found = service.list_quizzes(session=session, course_id=_course(user), user_id=user.id if user else None)
+    return render(request, "quizzes/list.html", {"quizzes": found})
 
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse)
@@ -125,8 +127,9 @@ def result(attempt_id: RowId, request: Request, session: WriteSessionDep, user: 
 
 @router.get("/{quiz_id}", response_class=HTMLResponse)
 def quiz_intro(quiz_id: str, request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    summary = service.get_quiz(quiz_id, session=session)
-    past = service.history(quiz_id, user.id, session=session, now=utcnow()) if user else []
+    course = _course(user)
+    summary = service.get_quiz(quiz_id, session=session, course_id=course, user_id=user.id if user else None)
+    past = service.history(quiz_id, user.id, session=session, now=utcnow(), course_id=course) if user else []
     limit = summary.quiz.time_limit_minutes
     # The student's own limit: what their time accommodation, if any, makes of the quiz's.
     mine = accommodations.student_limit(limit, user.id, session=session) if user else limit
@@ -160,3 +163,8 @@ def statistics(
         "quiz_id": quiz_id,
     }
     return render(request, "quizzes/statistics.html", context)
+
+
+def _course(user: Principal | None) -> str | None:
+    """The course whose terms a page shows: the user's, when they are in it (else each quiz's own)."""
+    return user.course_id if user is not None and user.in_course else None

@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import case, distinct, func, select, union
 from sqlalchemy.orm import Session
 
-from app.accounts.models import Role, User
+from app.content.courses import DEFAULT_COURSE
+from app.courses.models import CourseRole, Enrollment
 from app.flashcards.models import Review
 from app.labs import catalog, service
 from app.labs.models import SCORED, Submission
@@ -45,31 +46,37 @@ def day_start(now: datetime) -> datetime:
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def overview(*, session: Session, now: datetime) -> Overview:
-    """The figures at the top of /instructor; "today" is the UTC day, "this week" the last 7 days."""
+def overview(*, session: Session, now: datetime, course_id: str = DEFAULT_COURSE) -> Overview:
+    """The figures at the top of /instructor for one course; "today" is the UTC day, "this week" the last 7 days."""
     week = now - timedelta(days=7)
-    students = select(User.id).where(User.role == Role.student)
+    students = select(Enrollment.user_id).where(
+        Enrollment.course_id == course_id, Enrollment.role == CourseRole.student
+    )
     active = union(
-        select(QuizAttempt.user_id).where(QuizAttempt.started_at >= week),
-        select(Submission.user_id).where(Submission.submitted_at >= week),
-        select(Review.user_id).where(Review.reviewed_at >= week),
+        select(QuizAttempt.user_id).where(QuizAttempt.started_at >= week, QuizAttempt.course_id == course_id),
+        select(Submission.user_id).where(Submission.submitted_at >= week, Submission.course_id == course_id),
+        select(Review.user_id).where(Review.reviewed_at >= week, Review.course_id == course_id),
     ).subquery()
     active_week = session.scalar(select(func.count(distinct(active.c.user_id))).where(active.c.user_id.in_(students)))
-    submitted = QuizAttempt.submitted_at.is_not(None)
+    submitted = QuizAttempt.submitted_at.is_not(None) & (QuizAttempt.course_id == course_id)
     attempts_total, attempts_week = session.execute(
         select(func.count(), func.sum(case((QuizAttempt.submitted_at >= week, 1), else_=0))).where(submitted)
     ).one()
     today = session.scalar(
-        select(func.count()).select_from(Submission).where(Submission.submitted_at >= day_start(now))
+        select(func.count())
+        .select_from(Submission)
+        .where(Submission.submitted_at >= day_start(now), Submission.course_id == course_id)
     )
     cards_total, cards_week = session.execute(
-        select(func.count(), func.sum(case((Review.reviewed_at >= week, 1), else_=0))).where(Review.undone_at.is_(None))
+        select(func.count(), func.sum(case((Review.reviewed_at >= week, 1), else_=0))).where(
+            Review.undone_at.is_(None), Review.course_id == course_id
+        )
     ).one()
     labs = catalog.all_labs(session)
     full = func.max(case((Submission.status.in_(SCORED), Submission.score), else_=None))
     per_student = (
         select(Submission.lab_id, Submission.user_id, full.label("best"), func.max(Submission.max_score).label("max"))
-        .where(Submission.user_id.in_(students))
+        .where(Submission.user_id.in_(students), Submission.course_id == course_id)
         .group_by(Submission.lab_id, Submission.user_id)
         .subquery()
     )

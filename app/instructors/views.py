@@ -34,12 +34,12 @@ def _partial(request: Request) -> bool:
 @router.get("", response_class=HTMLResponse)
 def home(request: Request, session: SessionDep, user: RequireStaff) -> HTMLResponse:
     context = {
-        "figures": overview.overview(session=session, now=utcnow()),
+        "figures": overview.overview(session=session, now=utcnow(), course_id=user.course_id),
         "counts": content.live_counts(session),
-        "people": account_stats.people(session=session),
-        "quizzes": quizzes.list_quizzes(session=session),
+        "people": account_stats.people(session=session, course_id=user.course_id),
+        "quizzes": quizzes.list_quizzes(session=session, course_id=user.course_id),
         "labs": list(catalog.all_labs(session).values()),
-        "open_reports": reports.open_count(session=session),
+        "open_reports": reports.open_count(session=session, course_id=user.course_id),
     }
     return render(request, "instructor/index.html", context)
 

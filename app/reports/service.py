@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
+from app.courses.models import Enrollment
+from app.courses.service import role_in
 from app.errors import Conflict, NotFound
 from app.quizzes.models import QuizAttempt
 from app.reports import items, rescores, rules
@@ -110,13 +113,22 @@ def my_report(report_id: int, user_id: int, *, session: Session) -> ReportView:
     return _view(report, session, staff=False, names=_names([report], session, staff=False))
 
 
-def open_count(*, session: Session) -> int:
-    return int(session.scalar(select(func.count()).where(ProblemReport.state == "open")) or 0)
+def _of_course(query: Any, course_id: str | None) -> Any:
+    """Reports by members of ``course_id`` (None: everyone's): staff see their own course's students."""
+    if course_id is None:
+        return query
+    members = select(Enrollment.user_id).where(Enrollment.course_id == course_id)
+    return query.where(ProblemReport.user_id.in_(members))
 
 
-def staff_reports(which: str, *, session: Session) -> list[ReportView]:
+def open_count(*, session: Session, course_id: str | None = None) -> int:
+    query = select(func.count()).select_from(ProblemReport).where(ProblemReport.state == "open")
+    return int(session.scalar(_of_course(query, course_id)) or 0)
+
+
+def staff_reports(which: str, *, session: Session, course_id: str | None = None) -> list[ReportView]:
     """Open reports oldest first (the next to answer on top), or all of them newest first."""
-    query = select(ProblemReport)
+    query = _of_course(select(ProblemReport), course_id)
     if which == "open":
         query = query.where(ProblemReport.state == "open").order_by(ProblemReport.id)
     else:
@@ -126,35 +138,39 @@ def staff_reports(which: str, *, session: Session) -> list[ReportView]:
     return [_view(r, session, staff=True, names=names) for r in rows]
 
 
-def staff_report(report_id: int, *, session: Session) -> ReportView:
-    report = _get(report_id, session)
+def staff_report(report_id: int, *, session: Session, course_id: str | None = None) -> ReportView:
+    report = _get(report_id, session, course_id)
     return _view(report, session, staff=True, names=_names([report], session, staff=True))
 
 
-def _get(report_id: int, session: Session) -> ProblemReport:
+def _get(report_id: int, session: Session, course_id: str | None = None) -> ProblemReport:
     report = session.get(ProblemReport, report_id)
-    if report is None:
+    if report is None or (course_id is not None and role_in(report.user_id, course_id, session=session) is None):
         raise NotFound(f"There is no report #{report_id}.")
     return report
 
 
-def answer(report_id: int, staff_id: int, text: str, *, session: Session, now: datetime) -> ProblemReport:
+def answer(
+    report_id: int, staff_id: int, text: str, *, session: Session, now: datetime, course_id: str | None = None
+) -> ProblemReport:
     """Answer the student and close the report (an answer can be corrected later: it is replaced)."""
-    report = _get(report_id, session)
+    report = _get(report_id, session, course_id)
     report.answer = rules.clean_answer(text)
     report.state, report.answered_by, report.answered_at = "answered", staff_id, now
     return report
 
 
-def close(report_id: int, staff_id: int, *, session: Session, now: datetime) -> ProblemReport:
+def close(
+    report_id: int, staff_id: int, *, session: Session, now: datetime, course_id: str | None = None
+) -> ProblemReport:
     """Close without an answer (a duplicate, or nothing to say); an answered report stays answered."""
-    report = _get(report_id, session)
+    report = _get(report_id, session, course_id)
     if report.state == "answered":
         raise Conflict("This report is answered already: its answer stays with the student.")
     report.state, report.answered_by, report.answered_at = "closed", staff_id, now
     return report
 
 
-def rescore(report_id: int, staff_id: int, *, session: Session, now: datetime) -> int:
+def rescore(report_id: int, staff_id: int, *, session: Session, now: datetime, course_id: str | None = None) -> int:
     """ "Re-score now" for the reported question or part; see ``rescores.rescore_now``."""
-    return rescores.rescore_now(_get(report_id, session), staff_id, session=session, now=now)
+    return rescores.rescore_now(_get(report_id, session, course_id), staff_id, session=session, now=now)

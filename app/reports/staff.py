@@ -11,6 +11,7 @@ from app.db import utcnow
 from app.deps import RequireStaff, RowId, SessionDep
 from app.errors import InvalidInput
 from app.reports import service
+from app.web.auth import Principal
 from app.web.templating import render
 
 router = APIRouter(prefix="/instructor/reports", tags=["instructor"])
@@ -28,7 +29,7 @@ def reports(
     user: RequireStaff,
     state: Annotated[str, Query(pattern="^(open|all)$")] = "open",
 ) -> HTMLResponse:
-    views = service.staff_reports(state, session=session)
+    views = service.staff_reports(state, session=session, course_id=_course(user))
     return render(request, "instructor/reports.html", {"reports": views, "state": state})
 
 
@@ -40,7 +41,7 @@ def report(
     user: RequireStaff,
     done: Annotated[str, Query(max_length=10)] = "",
 ) -> HTMLResponse:
-    view = service.staff_report(report_id, session=session)
+    view = service.staff_report(report_id, session=session, course_id=_course(user))
     return render(request, "instructor/report.html", {"v": view, "notice": NOTICES.get(done)})
 
 
@@ -56,11 +57,11 @@ def answer(
     """Answer and close (``action=answer``), or close without an answer; a mistake re-shows the form (422)."""
     try:
         if action == "close":
-            service.close(report_id, user.id, session=session, now=utcnow())
+            service.close(report_id, user.id, session=session, now=utcnow(), course_id=_course(user))
         else:
-            service.answer(report_id, user.id, answer, session=session, now=utcnow())
+            service.answer(report_id, user.id, answer, session=session, now=utcnow(), course_id=_course(user))
     except InvalidInput as exc:
-        view = service.staff_report(report_id, session=session)
+        view = service.staff_report(report_id, session=session, course_id=_course(user))
         context = {"v": view, "error": exc.message, "draft": answer}
         return render(request, "instructor/report.html", context, status_code=422)
     done = "closed" if action == "close" else "answered"
@@ -69,5 +70,10 @@ def answer(
 
 @router.post("/{report_id}/rescore")
 def rescore(report_id: RowId, session: SessionDep, user: RequireStaff) -> Response:
-    service.rescore(report_id, user.id, session=session, now=utcnow())
+    service.rescore(report_id, user.id, session=session, now=utcnow(), course_id=_course(user))
     return RedirectResponse(f"/instructor/reports/{report_id}?done=rescored#rescores", status_code=303)
+
+
+def _course(user: Principal) -> str | None:
+    """Staff see reports by their course's members; a site administrator outside any course sees all."""
+    return None if user.is_admin and user.course_role is None else user.course_id

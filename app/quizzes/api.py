@@ -87,8 +87,13 @@ def quizzes(user: ApiUser, session: SessionDep) -> list[QuizOut]:
             question_count=s.question_count,
             passing_score=s.quiz.passing_score,
             time_limit_minutes=s.quiz.time_limit_minutes,
+            due=s.due_at,
+            max_attempts=s.max_attempts,
+            closes_at_due=s.closes,
         )
-        for s in service.list_quizzes(session=session)
+        for s in service.list_quizzes(
+            session=session, course_id=user.course_id if user.in_course else None, user_id=user.id
+        )
     ]
 
 

@@ -13,6 +13,9 @@ class QuizOut(BaseModel):
     question_count: int
     passing_score: float | None
     time_limit_minutes: int | None
+    due: datetime | None = Field(None, description="your due date in the request's course (an extension's if granted)")
+    max_attempts: int | None = Field(None, description="attempts you may make in the course (extensions included)")
+    closes_at_due: bool = Field(False, description="the course takes no attempt after the due date")
 
 
 class OptionOut(BaseModel):

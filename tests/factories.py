@@ -79,6 +79,7 @@ def make_attempt(
     started_at: datetime,
     submitted_at: datetime | None = None,
     commit: bool = True,
+    course: str = "default",
 ) -> QuizAttempt:
     """A submitted attempt (open when ``submitted_at`` is None) that got the first ``right`` questions right.
 
@@ -99,6 +100,7 @@ def make_attempt(
     }
     attempt = QuizAttempt(
         user_id=user_id, quiz_id=quiz_id, question_ids=order, seed=1, started_at=started_at, updated_at=started_at,
+        course_id=course,
     )  # fmt: skip
     session.add(attempt)
     session.flush()
@@ -149,12 +151,13 @@ def make_submission(
     status: SubmissionStatus = SubmissionStatus.graded,
     code: str = "def ring_allreduce(tensor):\n    return tensor\n",
     commit: bool = True,
+    course: str = "default",
 ) -> Submission:
     """A lab submission as a worker would leave it (graded with ``score``, or ``status``)."""
     done = status not in (SubmissionStatus.queued, SubmissionStatus.running)
     submission = Submission(
         user_id=user_id, lab_id=lab_id, code=code, status=status, gpus_needed=0, attempts=1 if done else 0,
-        regrades=0, submitted_at=submitted_at, queued_at=submitted_at, max_score=max_score,
+        regrades=0, submitted_at=submitted_at, queued_at=submitted_at, max_score=max_score, course_id=course,
         started_at=submitted_at if done else None, finished_at=submitted_at + timedelta(seconds=1) if done else None,
         score=score if done else None,
         verdict={"status": "ok" if status == SubmissionStatus.graded else "runtime_error", "message": "graded",

@@ -9,6 +9,11 @@ two warm-up requests, sorted by name (the default page), by a quiz column, and t
 PostgreSQL is the test suite's throwaway cluster (Debian's ``postgresql``).
 
     .venv/bin/python bench/gradebook.py [--students 200] [--reviews 200] [-n 30] [--backends sqlite,postgresql]
+        [--other-students 200]
+
+The class is the default course; ``--other-students`` students of a second course on the same server
+make the same work there (the gradebook must show none of it), and one student in ten has an
+extension on each quiz (their own due date and an extra attempt).
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from sqlalchemy import select  # noqa: E402
 
 from app.accounts.models import Role  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.content.records import Card, Quiz  # noqa: E402
+from app.content.records import Card, Course, Quiz  # noqa: E402
 from app.content.service import sync_directory  # noqa: E402
+from app.courses.models import Extension  # noqa: E402
 from app.db import make_engine, make_sessionmaker, utcnow  # noqa: E402
 from app.labs.models import SubmissionStatus  # noqa: E402
 from app.main import create_app  # noqa: E402
@@ -65,8 +71,9 @@ def database(backend: str) -> Iterator[str]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def seed(url: str, students: int, reviews: int) -> float:
-    """Seed the class; returns the seconds it took."""
+def seed(url: str, students: int, reviews: int, others: int = 0) -> float:
+    """Seed the class (the default course), and ``others`` students of another course on the same server,
+    with the same work made there; returns the seconds it took."""
     started = time.perf_counter()
     engine = make_engine(url)
     factory = make_sessionmaker(engine)
@@ -78,24 +85,33 @@ def seed(url: str, students: int, reviews: int) -> float:
         session.commit()
         cards = list(session.scalars(select(Card.id).where(Card.deck_id == "mire-dis-train").order_by(Card.id)))[:40]
         make_user(session, "prof", role=Role.admin)
-        for i in range(students):
-            user = make_user(session, f"student{i:03d}")
+        session.add(Course(id="other", title="Another section", time_zone="UTC", assignments=None, position=1))
+        session.commit()
+        people = [(f"student{i:03d}", "default") for i in range(students)]
+        people += [(f"other{i:03d}", "other") for i in range(others)]
+        for i, (name, course) in enumerate(people):
+            user = make_user(session, name, course=course)
             t0 = now - timedelta(days=10, minutes=i)
+            if course == "default" and i % 10 == 0:  # one student in ten has an extension on each quiz
+                for quiz_id in ("module-202", "ch35-quiz"):
+                    grant = Extension(course_id=course, user_id=user.id, assessment=f"quiz:{quiz_id}",
+                                      due_at=now + timedelta(days=2), extra_attempts=1, reason="bench")  # fmt: skip
+                    session.add(grant)
             for k in range(3):
                 at = t0 + timedelta(days=3 * k)
                 make_attempt(session, user.id, "module-202", right=(i + 7 * k) % 26, started_at=at,
-                             submitted_at=at + timedelta(minutes=40), commit=False)  # fmt: skip
+                             submitted_at=at + timedelta(minutes=40), commit=False, course=course)  # fmt: skip
             for k in range(2):
                 at = t0 + timedelta(days=k, hours=2)
                 make_attempt(session, user.id, "ch35-quiz", right=(i + k) % 16, started_at=at,
-                             submitted_at=at + timedelta(minutes=15), commit=False)  # fmt: skip
+                             submitted_at=at + timedelta(minutes=15), commit=False, course=course)  # fmt: skip
             for k in range(5):
                 make_submission(session, user.id, "ring-allreduce", score=(i + 3 * k) % 11,
-                                submitted_at=t0 + timedelta(hours=k), commit=False)  # fmt: skip
+                                submitted_at=t0 + timedelta(hours=k), commit=False, course=course)  # fmt: skip
             for k in range(3):
                 status = SubmissionStatus.failed if k == 0 else SubmissionStatus.graded
                 make_submission(session, user.id, "collectives-p2p", score=None if k == 0 else 5 + k, status=status,
-                                submitted_at=t0 + timedelta(hours=10 + k), commit=False)  # fmt: skip
+                                submitted_at=t0 + timedelta(hours=10 + k), commit=False, course=course)  # fmt: skip
             ratings = [1 + (i + n) % 4 for n in range(reviews)]
             make_reviews(session, user.id, "mire-dis-train", cards, ratings=ratings, start=t0,
                          due=now + timedelta(days=(i % 5) - 2), commit=False)  # fmt: skip
@@ -116,13 +132,13 @@ def time_get(client: TestClient, url: str, n: int) -> list[float]:
     return sorted(times)
 
 
-def run(backend: str, students: int, reviews: int, n: int) -> None:
+def run(backend: str, students: int, reviews: int, n: int, others: int = 0) -> None:
     with database(backend) as url:
         upgrade(url)
         engine = make_engine(url)
         sync_directory(CONTENT, make_sessionmaker(engine))
         engine.dispose()
-        seconds = seed(url, students, reviews)
+        seconds = seed(url, students, reviews, others)
         settings = Settings(database_url=url, data_dir=Path(tempfile.mkdtemp(prefix="ringlab-bench-data-")),
                             content_dir=CONTENT, sync_content_on_start=False)  # fmt: skip
         app = create_app(settings)
@@ -130,7 +146,11 @@ def run(backend: str, students: int, reviews: int, n: int) -> None:
             sign_in(client, "prof")
             page = client.get("/instructor/gradebook").text
             assert 'data-student="student000"' in page, "the gradebook does not show the seeded class"
-            print(f"{backend}: {students} students seeded in {seconds:.1f} s ({reviews} reviews each)")
+            assert 'data-student="other000"' not in page, "the gradebook shows another course's student"
+            print(
+                f"{backend}: {students} students seeded in {seconds:.1f} s ({reviews} reviews each), "
+                f"beside {others} students of another course"
+            )
             for label, url_ in (
                 ("gradebook, by name, first 50 rows", "/instructor/gradebook"),
                 ("gradebook, sorted by a quiz", "/instructor/gradebook?sort=quiz:module-202&desc=true"),
@@ -148,11 +168,12 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=200)
     parser.add_argument("--reviews", type=int, default=200)
     parser.add_argument("-n", type=int, default=30)
+    parser.add_argument("--other-students", type=int, default=200, help="students of a second course on the server")
     parser.add_argument("--backends", default="sqlite,postgresql")
     args = parser.parse_args()
     print(f"pid {os.getpid()}, {os.cpu_count()} CPUs")
     for backend in args.backends.split(","):
-        run(backend.strip(), args.students, args.reviews, args.n)
+        run(backend.strip(), args.students, args.reviews, args.n, args.other_students)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.accounts import flows, service
@@ -83,9 +83,20 @@ def signin(
     return _signed_in(request, user.id, session, settings, next)
 
 
+def _needs_code(settings: SettingsDep, session: SessionDep) -> bool:
+    """A code is needed unless the default course is open (no RINGLAB_JOIN_CODE, no code of its own)."""
+    from app.courses.service import default_is_open
+
+    return settings.join_code is not None or not default_is_open(session=session)
+
+
 @router.get("/signup", response_class=HTMLResponse)
-def signup_form(request: Request, settings: SettingsDep) -> Response:
-    context = {"needs_code": bool(settings.join_code), "zones": preferences.time_zones(), "time_zone": "UTC"}
+def signup_form(
+    request: Request, session: SessionDep, settings: SettingsDep, code: Annotated[str, Query(max_length=200)] = ""
+) -> Response:
+    """The sign-up form; ``?code=`` fills in a course's join code (a link an instructor hands out)."""
+    context = {"needs_code": _needs_code(settings, session), "zones": preferences.time_zones(), "time_zone": "UTC",
+               "join_code": code}  # fmt: skip
     return render(request, "accounts/signup.html", context)
 
 
@@ -104,7 +115,8 @@ def signup(
         )  # fmt: skip
     except DomainError as exc:
         context = {
-            "needs_code": bool(settings.join_code),
+            "needs_code": _needs_code(settings, session),
+            "join_code": join_code or "",
             "error": exc.message,
             "field": exc.field,
             "username": username,

@@ -123,18 +123,19 @@ def course_for_code(code: str | None, default_code: str | None, *, session: Sess
     """
     code = (code or "").strip()
     if not code:
-        if default_code is None and _default_is_open(session):
+        if default_code is None and default_is_open(session=session):
             return DEFAULT_COURSE
-        raise Forbidden("A course join code is needed. Ask your instructor for it.")
+        raise Forbidden("A course join code is needed. Ask your instructor for it.", field="join_code")
     if default_code is not None and secrets.compare_digest(code, default_code):
         return DEFAULT_COURSE
     course_id = session.scalar(select(Course.id).where(Course.join_code == code.upper(), Course.retired_at.is_(None)))
     if course_id is None:
-        raise Forbidden("That course join code is not right. Ask your instructor for it.")
+        raise Forbidden("That course join code is not right. Ask your instructor for it.", field="join_code")
     return course_id
 
 
-def _default_is_open(session: Session) -> bool:
+def default_is_open(*, session: Session) -> bool:
+    """Whether signing up without a code joins the default course (it has no join code of its own)."""
     return session.scalar(select(Course.join_code).where(Course.id == DEFAULT_COURSE)) is None
 
 

@@ -20,7 +20,7 @@ from app.content.courses import load_courses
 from app.content.models import ContentTree
 from app.content.sync import sync_tree
 from app.courses.models import CourseRole, Enrollment
-from tests.factories import api_token, csrf_token, make_user, sign_in
+from tests.factories import api_token, csrf_token, make_attempt, make_user, sign_in
 
 SECTION_A = """\
 title: Distributed training, section A
@@ -168,6 +168,10 @@ def test_an_extension_changes_one_students_due_date_and_attempts_only(
     # Section B's terms for cam are untouched: the extension is for section A.
     in_b = {q["id"]: q for q in client.get("/api/v1/quizzes?course=section-b", headers=api_token(client, "cam")).json()}
     assert datetime.fromisoformat(in_b["module-202"]["due"]) == B_DUE and in_b["module-202"]["max_attempts"] == 1
+    # Both submit a day after the course's due date: late for ana, not for cam, whose date is later.
+    for name in ("cam", "ana"):
+        at = A_DUE + timedelta(days=1)
+        make_attempt(session, sections[name], "module-202", right=5, started_at=at, submitted_at=at, course="section-a")
     # The gradebook export carries it: cam's own due date and extra attempts, ana's the course's.
     sign_in(client, "tia")
     text = client.get("/instructor/gradebook.csv?course=section-a").text
@@ -176,6 +180,7 @@ def test_an_extension_changes_one_students_due_date_and_attempts_only(
     assert rows["cam"]["quiz:module-202:extra_attempts"] == "2"
     assert datetime.fromisoformat(rows["ana"]["quiz:module-202:due"]) == A_DUE
     assert rows["ana"]["quiz:module-202:extra_attempts"] == "0"
+    assert (rows["cam"]["quiz:module-202:late"], rows["ana"]["quiz:module-202:late"]) == ("0", "1")
     # The student's page shows the grant with who made it and why.
     page = client.get(f"/instructor/students/{sections['cam']}?course=section-a").text
     assert "illness" in page and "by tia" in page

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from app.accounts.admin_views import router as admin_users_router
 from app.accounts.api import router as accounts_api
 from app.accounts.flows import AuthLimits
 from app.accounts.recovery_views import router as recovery_router
@@ -20,6 +21,7 @@ from app.accounts.views import router as accounts_router
 from app.config import REPO_ROOT, Settings, get_settings
 from app.content.service import sync_directory
 from app.content.source import ContentError
+from app.courses.views import router as courses_router
 from app.db import make_engine, make_sessionmaker
 from app.exercises.api import router as exercises_api
 from app.exercises.views import router as exercises_router
@@ -89,7 +91,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers = (
         pages_router, accounts_router, recovery_router, accounts_api, quizzes_router, quizzes_api, exercises_router,
         exercises_api, flashcards_mine_router, flashcards_router, flashcards_api, labs_router, labs_api,
-        instructors_router, instructors_api, reports_router, reports_staff_router,
+        instructors_router, instructors_api, reports_router, reports_staff_router, courses_router,
+        admin_users_router,
     )  # fmt: skip
     for router in routers:
         # Flat, as include_router left them before FastAPI 0.137: it now keeps each router as a

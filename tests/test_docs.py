@@ -48,6 +48,7 @@ CONTENT_FILES: dict[str, type[BaseModel]] = {
     "exercise": content_models.Exercise,
     "deck": content_models.DeckMeta,
     "card": content_models.Card,
+    "course": content_models.CourseContent,
 }
 
 

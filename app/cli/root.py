@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.cli import content, db, lab, users
+from app.cli import content, courses, db, lab, users
 from app.client import commands as client_commands
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ app = typer.Typer(help="Ringlab: learn distributed deep-learning training by doi
 app.add_typer(db.app, name="db")
 app.add_typer(content.app, name="content")
 app.add_typer(users.app, name="users")
+app.add_typer(courses.app, name="courses")
 app.add_typer(lab.app, name="lab")
 
 

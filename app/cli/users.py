@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+
+from app.cli.courses import RoleChoice
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -19,34 +21,62 @@ app = typer.Typer(help="Accounts.", no_args_is_help=True)
 @app.command("create")
 def users_create(
     username: Annotated[str, typer.Argument(help="The new account's username.")],
-    instructor: Annotated[bool, typer.Option("--instructor", help="Make an instructor (default: student).")] = False,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="Make a site administrator: every course, its staff, and accounts.")
+    ] = False,
+    course: Annotated[str, typer.Option(help="The course to enrol the account in (not an administrator).")] = "default",
+    role: Annotated[
+        RoleChoice | None, typer.Option(help="The account's role in --course (default: student).", case_sensitive=False)
+    ] = None,
+    instructor: Annotated[
+        bool, typer.Option("--instructor", help="Deprecated: the same as --role instructor.")
+    ] = False,
     password: Annotated[
         str | None, typer.Option(help="Password (prompted for, hidden, if not given; or RINGLAB_PASSWORD).")
     ] = None,
 ) -> None:
-    """Create an account; with --instructor, one that can see instructor pages."""
+    """Create an account in --course with --role; with --admin, a site administrator (in every course)."""
     import os
 
     from app.accounts.models import Role
     from app.accounts.service import register
     from app.config import get_settings
-    from app.db import make_engine, make_sessionmaker, session_scope
+    from app.courses import members
+    from app.db import make_engine, make_sessionmaker, session_scope, utcnow
     from app.errors import DomainError
 
+    if instructor:
+        typer.echo(
+            "warning: --instructor is deprecated: use --role instructor (--admin for a site administrator)", err=True
+        )
+        if role not in (None, RoleChoice.instructor):
+            _fail(f"--instructor and --role {role.value if role else ''} disagree: give --role alone")
+        role = RoleChoice.instructor
+    if admin and role is not None:
+        _fail("a site administrator is in every course already: leave out --role and --instructor with --admin")
     secret = password or os.environ.get("RINGLAB_PASSWORD")
     if not secret:
         secret = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
     engine = make_engine(get_settings().sqlalchemy_url)
-    role = Role.admin if instructor else Role.student
     try:
         with session_scope(make_sessionmaker(engine)) as session:
-            user = register(username, secret, session=session, role=role)
-            typer.echo(f"created {user.role.value} '{user.username}'")
+            user = register(username, secret, session=session, role=Role.admin if admin else Role.student)
+            if admin:
+                typer.echo(f"created admin '{user.username}' (a site administrator: every course)")
+                return
+            chosen = (role or RoleChoice.student).course_role()
+            members.add(course, user, chosen, actor=members.TERMINAL, session=session, now=utcnow())
+            typer.echo(f"created {chosen.value} '{user.username}' in course '{course}'")
     except DomainError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from None
     finally:
         engine.dispose()
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
 
 
 @contextmanager
@@ -128,6 +158,35 @@ def users_accommodate(
                 f"{user.username} gets {accommodations.describe(found)} on every timed quiz "
                 f"(a 60-minute quiz: {example} minutes), from the next attempt started"
             )
+    except DomainError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command("delete")
+def users_delete(
+    username: Annotated[str, typer.Argument(help="The account to delete.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Delete without asking first (for scripts).")] = False,
+) -> None:
+    """Delete an account and everything it made, in every course; the audit log records it by number, not name."""
+    from app.accounts import deletion
+    from app.courses.members import TERMINAL
+    from app.db import utcnow
+    from app.errors import DomainError
+
+    def rows(counts: dict[str, int]) -> str:
+        total = sum(counts.values())
+        return ", ".join(f"{table} {n}" for table, n in counts.items()) + f" ({total} row{'s' if total != 1 else ''})"
+
+    try:
+        with _account(username) as (session, user):
+            user_id, name = user.id, user.username
+            if not yes:
+                goes = rows(deletion.preview(user_id, session=session))
+                typer.echo(f"{name} (account #{user_id}) and everything it made: {goes}")
+                typer.confirm("Delete it, in every course? This cannot be undone", abort=True)
+            done = deletion.delete_account(user_id, actor=TERMINAL, session=session, now=utcnow())
+            typer.echo(f"deleted {name} (account #{user_id}): {rows(done.counts)}")
     except DomainError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from None

@@ -21,7 +21,11 @@ from app.errors import InvalidInput
 
 MAX_REASON = 500
 MAX_EXTRA_ATTEMPTS = 20
-_ITEMS = {"quiz": Quiz, "lab": Lab}  # what has a due date and attempts to extend
+_KINDS = ("quiz", "lab")  # what has a due date and attempts to extend
+
+
+def _item(kind: str, item_id: str, session: Session) -> Quiz | Lab | None:
+    return session.get(Quiz, item_id) if kind == "quiz" else session.get(Lab, item_id) if kind == "lab" else None
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,7 @@ class GrantRecord:
 
 def split(assessment: str) -> tuple[str, str]:
     kind, _, item_id = assessment.partition(":")
-    if kind not in _ITEMS or not item_id:
+    if kind not in _KINDS or not item_id:
         raise InvalidInput(f"Unknown assessment '{assessment}': use quiz:<id> or lab:<id>.", field="assessment")
     return kind, item_id
 
@@ -52,7 +56,7 @@ def grant(
     course = get_course(course_id, session=session)
     require_student_of(user_id, course_id, session=session)
     kind, item_id = split(assessment)
-    row = session.get(_ITEMS[kind], item_id)
+    row = _item(kind, item_id, session)
     if row is None or row.retired_at is not None or policy.assignment(course.assignments, kind, item_id) is None:
         raise InvalidInput(f"This course has no {kind} '{item_id}'.", field="assessment")
     reason = reason.strip()
@@ -146,8 +150,8 @@ def _titles(assessments: Collection[str], session: Session) -> dict[str, str]:
     out = {}
     for assessment in assessments:
         kind, _, item_id = assessment.partition(":")
-        model = _ITEMS.get(kind)
-        title = session.scalar(select(model.title).where(model.id == item_id)) if model else None
+        row = _item(kind, item_id, session)
+        title = row.title if row is not None else None
         if title:
             out[assessment] = title
     return out

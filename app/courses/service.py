@@ -64,10 +64,8 @@ def enroll(user_id: int, course_id: str, role: CourseRole, *, session: Session, 
 
 def unenroll(user_id: int, course_id: str, *, session: Session) -> bool:
     """Take ``user_id`` out of the course; their work stays, in the course it was made in."""
-    done = session.execute(
-        delete(Enrollment).where(Enrollment.user_id == user_id, Enrollment.course_id == course_id)
-    ).rowcount
-    return bool(done)
+    result = session.execute(delete(Enrollment).where(Enrollment.user_id == user_id, Enrollment.course_id == course_id))
+    return bool(getattr(result, "rowcount", 0))
 
 
 def role_in(user_id: int, course_id: str, *, session: Session) -> CourseRole | None:

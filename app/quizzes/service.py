@@ -347,7 +347,7 @@ def hidden_keys(pairs: set[tuple[str, str]], *, session: Session, now: datetime)
             select(Quiz.id, Quiz.show_answers, Quiz.due_at).where(Quiz.id.in_({q for q, _ in pairs}))
         )
     }
-    plans = dict(
+    plans: dict[str, Any] = dict(
         session.execute(select(Course.id, Course.assignments).where(Course.id.in_({c for _, c in pairs}))).all()
     )
     hidden = set()

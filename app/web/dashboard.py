@@ -1,7 +1,8 @@
 """The dashboard: what a signed-in student should do next, in order.
 
 An attempt in progress (resume at its first unanswered question), cards due today and the
-cards of missed quiz questions, the next lab on the path through the labs, then recent results.
+cards of missed quiz questions, the next lab on the path through the labs, then recent results;
+and the courses the student is in (the page names the one it is in, and lists them when there are several).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.accounts.models import AuthSession, User
 from app.content.records import Deck, Quiz
+from app.courses.service import Membership, memberships
 from app.exercises.progress import SolvedPart, recent_solved_parts
 from app.flashcards import missed
 from app.flashcards import study as flashcards
@@ -84,6 +86,11 @@ class Dashboard:
     quiz_scores: list[QuizScore]
     lab_scores: list[LabScore]
     exercise_parts: list[SolvedPart] = field(default_factory=list)
+    courses: list[Membership] = field(default_factory=list)  # the student's live courses
+
+    def course(self, course_id: str) -> Membership | None:
+        """The student's membership of ``course_id`` (the request's course), if they are in it."""
+        return next((m for m in self.courses if m.course.id == course_id), None)
 
     @property
     def has_results(self) -> bool:
@@ -174,4 +181,5 @@ def build(user_id: int, *, session: Session, now: datetime) -> Dashboard:
         quiz_scores=_quiz_scores(user_id, session),
         lab_scores=lab_scores,
         exercise_parts=recent_solved_parts(user_id, session=session),
+        courses=memberships(user_id, session=session),
     )

@@ -62,11 +62,14 @@ EXTRA: dict[tuple[str, str], tuple[int, ...]] = {
     ("put", "/api/v1/attempts/{attempt_id}/answers/{question_id}"): (409,),
     ("post", "/api/v1/reviews"): (404, 409),
     ("post", "/api/v1/reviews/undo"): (409,),
-    ("post", "/api/v1/labs/{lab_id}/submissions"): (409, 429),
+    ("post", "/api/v1/quizzes/{quiz_id}/attempts"): (403, 409),  # not in the course; no attempts left, closed
+    ("post", "/api/v1/labs/{lab_id}/submissions"): (403, 409, 429),
     ("get", "/api/v1/instructor/gradebook"): (403,),
     ("get", "/api/v1/instructor/students/{user_id}/accommodation"): (403,),
     ("put", "/api/v1/instructor/students/{user_id}/accommodation"): (403,),
     ("delete", "/api/v1/instructor/students/{user_id}/accommodation"): (403,),
+    ("get", "/api/v1/instructor/students/{user_id}/extensions"): (403,),
+    ("post", "/api/v1/instructor/students/{user_id}/extensions"): (403,),
 }
 # Operations that answer another success status too: starting a quiz resumes the open attempt.
 ALSO_OK: dict[tuple[str, str], tuple[str, str]] = {

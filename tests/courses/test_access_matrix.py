@@ -51,7 +51,7 @@ ROUTES = [
         STAFF,
         True,
         body={"assessment": "quiz:module-202", "extra_attempts": "1", "reason": "a note from the doctor"},
-    ),  # fmt: skip
+    ),
     Route("POST", "/instructor/students/{sam}/password-reset", STAFF, True),
     Route("GET", "/api/v1/instructor/gradebook", STAFF, False, api=True),
     Route("GET", "/api/v1/instructor/students/{sam}/extensions", STAFF, True, api=True),

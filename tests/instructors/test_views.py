@@ -72,7 +72,8 @@ def test_gradebook_api_is_for_instructors_only(client: TestClient, klass: Klass)
     assert body["fields"][:2] == ["student", "user_id"] and set(ada) == set(body["fields"])
     quiz = next(c for c in body["columns"] if c["key"] == "quiz:module-202")
     assert quiz["fields"] == ["quiz:module-202:best", "quiz:module-202:max", "quiz:module-202:attempts",
-                              "quiz:module-202:late", "quiz:module-202:due", "quiz:module-202:extra_attempts"]  # fmt: skip
+                              "quiz:module-202:late", "quiz:module-202:due",
+                              "quiz:module-202:extra_attempts"]  # fmt: skip
     assert ada["quiz:module-202:due"] == klass.due.isoformat() and ada["quiz:module-202:extra_attempts"] == 0
     assert quiz["due"] == klass.due.isoformat()
 

@@ -77,7 +77,7 @@ def serve(data: Path) -> Iterator[str]:
     env.pop("DATABASE_URL", None)  # the embedded SQLite database, whatever this shell points at
     ringlab = [sys.executable, "-m", "app"]
     subprocess.run([*ringlab, "db", "upgrade"], cwd=REPO, env=env, check=True, capture_output=True)
-    users = [[INSTRUCTOR, "--instructor"], [STUDENT], *([name] for name in CLASS)]
+    users = [[INSTRUCTOR, "--role", "instructor"], [STUDENT], *([name] for name in CLASS)]
     for user in users:
         subprocess.run([*ringlab, "users", "create", *user, "--password", PASSWORD], cwd=REPO, env=env, check=True,
                        capture_output=True)  # fmt: skip

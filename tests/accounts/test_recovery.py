@@ -199,3 +199,39 @@ def test_the_terminal_prints_a_link_that_works(tmp_path: Path) -> None:
         engine.dispose()
     missing = ringlab("users", "reset-password", "nobody")
     assert missing.returncode == 1 and "no account 'nobody'" in missing.stderr
+
+
+def test_a_teaching_assistant_resets_a_students_password_and_the_link_ends(
+    app: FastAPI, client: TestClient, session: Session
+) -> None:
+    from app.courses.models import CourseRole
+
+    student = make_user(session, "locked-out")
+    make_user(session, "tia", course_role=CourseRole.ta)
+    colleague = make_user(session, "other-ta", course_role=CourseRole.ta)
+    sign_in(client, "tia")
+    token = csrf_token(client)
+    response = client.post(f"/instructor/students/{student.id}/password-reset", data={"csrf_token": token})
+    match = re.search(r'value="http://testserver(/reset/[A-Za-z0-9_-]{43})"', response.text)
+    assert response.status_code == 200 and match, response.text
+    link = match[1]
+    # A TA resets students only: never another member of staff.
+    refused = client.post(f"/instructor/students/{colleague.id}/password-reset", data={"csrf_token": token})
+    assert refused.status_code == 404
+    with TestClient(app) as student_browser:
+        data = {"new_password": NEW, "confirm": NEW, "csrf_token": csrf_token(student_browser)}
+        assert student_browser.post(link, data=data, follow_redirects=False).status_code == 303
+        assert student_browser.post(link, data=data).status_code == 410  # used: it fails a second time
+    assert signs_in(app, "locked-out", NEW) and not signs_in(app, "locked-out", PASSWORD)
+    # A fresh link that has expired fails too, and changes nothing.
+    again = client.post(f"/instructor/students/{student.id}/password-reset", data={"csrf_token": token})
+    fresh = re.search(r'value="http://testserver(/reset/[A-Za-z0-9_-]{43})"', again.text)
+    assert fresh
+    row = session.get(PasswordReset, digest(fresh[1].rsplit("/", 1)[1]))
+    assert row is not None
+    row.expires_at = utcnow() - timedelta(seconds=1)
+    session.commit()
+    with TestClient(app) as student_browser:
+        data = {"new_password": NEW + "-2", "confirm": NEW + "-2", "csrf_token": csrf_token(student_browser)}
+        assert student_browser.post(fresh[1], data=data).status_code == 410
+    assert signs_in(app, "locked-out", NEW)

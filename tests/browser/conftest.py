@@ -54,7 +54,7 @@ def serve(data: Path, **extra: str) -> Iterator[str]:
     run = [sys.executable, "-m", "app"]
     subprocess.run([*run, "db", "upgrade"], cwd=REPO, env=env, check=True, capture_output=True)
     subprocess.run(
-        [*run, "users", "create", INSTRUCTOR[0], "--instructor", "--password", INSTRUCTOR[1]],
+        [*run, "users", "create", INSTRUCTOR[0], "--role", "instructor", "--password", INSTRUCTOR[1]],
         cwd=REPO, env=env, check=True, capture_output=True,
     )  # fmt: skip
     port = _free_port()

@@ -168,3 +168,17 @@ class Course(ContentItem, Base):
     time_zone: Mapped[str] = mapped_column(String(64), default="UTC")
     assignments: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     join_code: Mapped[str | None] = mapped_column(String(40), unique=True)
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+
+
+class CourseVersion(Base):
+    """One version of a course's file, kept for good: what its dates and terms were, and since when."""
+
+    __tablename__ = "course_versions"
+    __table_args__ = (UniqueConstraint("course_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    course_id: Mapped[str] = mapped_column(ForeignKey("courses.id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    values: Mapped[dict[str, Any]] = mapped_column(JSON)  # title, term, dates, time zone, assignments
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -185,9 +185,20 @@ def _sync_courses(courses: list[m.CourseContent], up: _Upserter) -> None:
             "time_zone": course.time_zone,
             "assignments": assignments,
         }
-        up.upsert(r.Course, "course", course.id, 0 if course.id == DEFAULT_COURSE else i, values)
+        _course_version(up, course.id, 0 if course.id == DEFAULT_COURSE else i, values)
     if all(course.id != DEFAULT_COURSE for course in courses):
-        up.upsert(r.Course, "course", DEFAULT_COURSE, 0, DEFAULT_COURSE_VALUES)
+        _course_version(up, DEFAULT_COURSE, 0, DEFAULT_COURSE_VALUES)
+
+
+def _course_version(up: _Upserter, course_id: str, position: int, values: dict[str, Any]) -> None:
+    """Upsert the course; a new or changed one gets a new numbered version, kept in ``course_versions``."""
+    row = up.current(r.Course, course_id)
+    before = None if row is None else {key: getattr(row, key) for key in values}
+    version = 1 if row is None else row.version + (before != values)
+    up.upsert(r.Course, "course", course_id, position, {**values, "version": version})
+    if row is None or before != values:
+        up.session.flush()  # the course row first: its versions refer to it
+        up.session.add(r.CourseVersion(course_id=course_id, version=version, values=values, created_at=up.now))
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -45,6 +45,7 @@ def upgrade() -> None:
         sa.Column("time_zone", sa.String(length=64), nullable=False),
         sa.Column("assignments", sa.JSON(), nullable=True),
         sa.Column("join_code", sa.String(length=40), nullable=True),
+        sa.Column("version", sa.Integer(), server_default="1", nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_courses")),
         sa.UniqueConstraint("join_code", name=op.f("uq_courses_join_code")),
     )
@@ -58,8 +59,36 @@ def upgrade() -> None:
     )
     op.bulk_insert(
         courses,
-        [{"id": "default", "position": 0, "updated_at": app.db.utcnow(), "title": "Course", "time_zone": "UTC"}],
+        [
+            {
+                "id": "default",
+                "position": 0,
+                "updated_at": app.db.utcnow(),
+                "title": "Default course",
+                "time_zone": "UTC",
+            }
+        ],
     )
+    op.create_table(
+        "course_versions",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("course_id", sa.String(length=80), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("values", sa.JSON(), nullable=False),
+        sa.Column("created_at", app.db.UTCDateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["course_id"], ["courses.id"], name=op.f("fk_course_versions_course_id_courses")),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_course_versions")),
+        sa.UniqueConstraint("course_id", "version", name=op.f("uq_course_versions_course_id")),
+    )
+    op.create_index(op.f("ix_course_versions_course_id"), "course_versions", ["course_id"])
+    # The default course's first version: what app.content.sync writes for a tree without its course.yaml.
+    versions = sa.table(
+        "course_versions", sa.column("course_id"), sa.column("version"), sa.column("values", sa.JSON()),
+        sa.column("created_at", app.db.UTCDateTime(timezone=True)),
+    )  # fmt: skip
+    default = {"title": "Default course", "term": None, "starts_on": None, "ends_on": None, "time_zone": "UTC",
+               "assignments": None}  # fmt: skip
+    op.bulk_insert(versions, [{"course_id": "default", "version": 1, "values": default, "created_at": app.db.utcnow()}])
     op.create_table(
         "enrollments",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -141,4 +170,6 @@ def downgrade() -> None:
     op.drop_index(op.f("ix_enrollments_user_id"), table_name="enrollments")
     op.drop_index(op.f("ix_enrollments_course_id"), table_name="enrollments")
     op.drop_table("enrollments")
+    op.drop_index(op.f("ix_course_versions_course_id"), table_name="course_versions")
+    op.drop_table("course_versions")
     op.drop_table("courses")

@@ -108,6 +108,11 @@ def terms_for(
     return policy.terms(policy.assignment(assignments, kind, item_id), own, grant_)
 
 
+def assigned(course_id: str, kind: str, *, session: Session) -> set[str] | None:
+    """The ids of ``kind`` the course assigns; None: every one (a course without a file)."""
+    return policy.assigned_ids(session.scalar(select(Course.assignments).where(Course.id == course_id)), kind)
+
+
 def course_due(
     course_id: str, kind: str, item_id: str, own_due: datetime | None, *, session: Session
 ) -> datetime | None:

@@ -125,9 +125,10 @@ def walk(groups: list[Group], best: dict[str, tuple[float, int]], *, signed_in: 
     return LabPath(out, planned.done, signed_in)
 
 
-def lab_path(user_id: int | None, *, session: Session) -> LabPath:
-    """Every live lab on the path, with ``user_id``'s states (None: signed out)."""
-    labs = list(catalog.all_labs(session).values())
+def lab_path(user_id: int | None, *, session: Session, assigned: set[str] | None = None) -> LabPath:
+    """Every live lab on the path (of ``assigned`` only, when given: a course's), with ``user_id``'s states
+    (None: signed out)."""
+    labs = [lab for lab in catalog.all_labs(session).values() if assigned is None or lab.id in assigned]
     where = places({lab.spec.exercise for lab in labs}, session=session)
     best = lab_best_scores(user_id, [lab.id for lab in labs], session=session) if user_id is not None else {}
     return walk(group(labs, where, best), best, signed_in=user_id is not None)

@@ -135,7 +135,8 @@ def _queue_long(request: Request, lab: Lab, *, session: Session) -> queue_view.E
 
 @router.get("", response_class=HTMLResponse)
 def lab_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
-    labs = listing.lab_path(user.id if user else None, session=session)
+    assigned = extensions.assigned(user.course_id, "lab", session=session) if user and user.in_course else None
+    labs = listing.lab_path(user.id if user else None, session=session, assigned=assigned)
     waiting = service.gpu_waiting_labs([row.lab for row in labs.rows], session=session, now=utcnow())
     return render(request, "labs/list.html", {"path": labs, "gpu_waiting": waiting})
 

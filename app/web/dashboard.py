@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.accounts.models import AuthSession, User
 from app.content.records import Deck, Quiz
+from app.courses import extensions
 from app.courses.service import Membership, memberships
 from app.exercises.progress import SolvedPart, recent_solved_parts
 from app.flashcards import missed
@@ -117,12 +118,13 @@ def _open_attempts(user_id: int, session: Session, now: datetime) -> list[OpenAt
     return out
 
 
-def _labs(user_id: int, session: Session) -> tuple[LabToDo | None, list[LabScore]]:
+def _labs(user_id: int, session: Session, course_id: str | None) -> tuple[LabToDo | None, list[LabScore]]:
     labs = catalog.all_labs(session)
     subs = session.scalars(
         select(Submission).where(Submission.user_id == user_id).order_by(Submission.submitted_at.desc())
     ).all()
-    on_path = listing.lab_path(user_id, session=session)
+    assigned = extensions.assigned(course_id, "lab", session=session) if course_id else None
+    on_path = listing.lab_path(user_id, session=session, assigned=assigned)
     step = on_path.suggested
     flying = step is not None and any(s.lab_id == step.lab.id and not s.done for s in subs)
     to_do = LabToDo(step, flying, on_path.done, len(on_path.rows)) if on_path.rows else None
@@ -167,9 +169,12 @@ def _returning(user_id: int, session: Session, now: datetime) -> bool:
     return bool(session.scalar(select(later)))
 
 
-def build(user_id: int, *, session: Session, now: datetime) -> Dashboard:
-    """Everything the dashboard shows a student, read-only (an expired attempt is left for its next touch)."""
-    next_lab, lab_scores = _labs(user_id, session)
+def build(user_id: int, *, session: Session, now: datetime, course_id: str | None = None) -> Dashboard:
+    """Everything the dashboard shows a student, read-only (an expired attempt is left for its next touch).
+
+    ``course_id``: the course they are in; its labs are the path's (None: every lab).
+    """
+    next_lab, lab_scores = _labs(user_id, session, course_id)
     decks = [(d.id, d.title) for d in session.scalars(select(Deck).where(Deck.retired_at.is_(None)).order_by(Deck.id))]
     return Dashboard(
         returning=_returning(user_id, session, now),

@@ -21,7 +21,8 @@ router = APIRouter()
 def dashboard(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
     board = None
     if user:
-        board = dashboard_service.build(user.id, session=session, now=utcnow())
+        course = user.course_id if user.in_course else None
+        board = dashboard_service.build(user.id, session=session, now=utcnow(), course_id=course)
     return render(request, "home.html", {"counts": content.live_counts(session), "board": board})
 
 

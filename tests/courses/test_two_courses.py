@@ -222,3 +222,14 @@ def test_a_site_administrator_sees_every_course(client: TestClient, sections: di
     for course, students in (("section-a", ["ana", "cam"]), ("section-b", ["ben", "cam"])):
         book = client.get(f"/api/v1/instructor/gradebook?course={course}", headers=root).json()
         assert [s["student"] for s in book["students"]] == students
+
+
+def test_the_labs_page_lists_what_the_course_assigns(client: TestClient, sections: dict[str, int]) -> None:
+    sign_in(client, "cam")
+    in_a = client.get("/labs?course=section-a").text
+    assert 'href="/labs/ring-allreduce"' in in_a and 'href="/labs/collectives-p2p"' not in in_a
+    in_b = client.get("/labs?course=section-b").text  # section B assigns no lab
+    assert 'href="/labs/ring-allreduce"' not in in_b
+    refused = client.post("/api/v1/labs/ring-allreduce/submissions?course=section-b", json={"code": "x = 1\n"},
+                          headers=api_token(client, "cam"))  # fmt: skip
+    assert refused.status_code == 403 and "not part of this course" in refused.json()["detail"]

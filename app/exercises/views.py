@@ -8,6 +8,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from app.courses import extensions
 from app.db import utcnow
 from app.deps import CurrentUser, OptionalUser, SessionDep
 from app.errors import InvalidInput
@@ -38,8 +39,11 @@ def _difficulty(text: str | None) -> int | None:
 
 
 @router.get("", response_class=HTMLResponse)
-def set_list(request: Request, session: SessionDep) -> HTMLResponse:
-    return render(request, "exercises/list.html", {"sets": service.list_sets(session=session)})
+def set_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLResponse:
+    """The exercise sets: a course's own (what its file assigns) for a student in it, else every one."""
+    assigned = extensions.assigned(user.course_id, "exercises", session=session) if user and user.in_course else None
+    sets = [(s, n) for s, n in service.list_sets(session=session) if assigned is None or s.id in assigned]
+    return render(request, "exercises/list.html", {"sets": sets})
 
 
 @router.get("/{set_id}", response_class=HTMLResponse)

@@ -331,11 +331,14 @@ def _back(request: Request, url: str) -> Response:
 
 
 def _labs(request: Request) -> list[Lab]:
-    """The live labs, read once per request (an exercise set page asks for each of its exercises)."""
+    """The live labs (the signed-in user's course's, when it assigns some), read once per request (an exercise
+    set page asks for each of its exercises)."""
     labs: list[Lab] | None = getattr(request.state, "live_labs", None)
     if labs is None:
+        user: Principal | None = getattr(request.state, "user", None)
         with request.app.state.readers() as session:
-            labs = list(catalog.all_labs(session).values())
+            assigned = extensions.assigned(user.course_id, "lab", session=session) if user and user.in_course else None
+            labs = [lab for lab in catalog.all_labs(session).values() if assigned is None or lab.id in assigned]
         request.state.live_labs = labs
     return labs
 

@@ -233,3 +233,14 @@ def test_the_labs_page_lists_what_the_course_assigns(client: TestClient, section
     refused = client.post("/api/v1/labs/ring-allreduce/submissions?course=section-b", json={"code": "x = 1\n"},
                           headers=api_token(client, "cam"))  # fmt: skip
     assert refused.status_code == 403 and "not part of this course" in refused.json()["detail"]
+
+
+def test_the_exercises_page_lists_what_the_course_assigns(
+    client: TestClient, sections: dict[str, int], tmp_path: Path, content_tree: ContentTree, session: Session
+) -> None:
+    sign_in(client, "cam")
+    in_b = client.get("/exercises?course=section-b").text  # section B assigns no exercise set and no lab
+    assert all(f'href="/exercises/{s.id}"' not in in_b for s in content_tree.exercise_sets)
+    assert 'href="/labs/ring-allreduce"' not in in_b
+    everything = client.get("/exercises?course=default").text  # cam is not in the default course: every set
+    assert all(f'href="/exercises/{s.id}"' in everything for s in content_tree.exercise_sets)

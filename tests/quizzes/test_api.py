@@ -28,6 +28,9 @@ def test_list_quizzes(client: TestClient, session: Session) -> None:
         "question_count": 25,
         "passing_score": 0.8,
         "time_limit_minutes": 60,
+        "due": None,
+        "max_attempts": None,
+        "closes_at_due": False,
     } in body
     assert {q["id"] for q in body} == {"module-202", "ch35-quiz"}
     assert client.get("/api/v1/quizzes").status_code == 401

@@ -8,7 +8,7 @@ only where it says something.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 KINDS = ("quiz", "exercises", "deck", "lab")
@@ -65,7 +65,10 @@ def terms(assigned: dict[str, Any] | None, own: Own, grant: Grant | None = None)
     """The terms of an item: ``assigned`` is ``assignment(...)``'s answer, ``grant`` the student's extension."""
     settings = assigned or {}
     due = settings.get("due")
-    course_due = datetime.fromisoformat(due) if isinstance(due, str) else due if due else own.due_at
+    # Stored with the course's own offset; every time the app shows or compares is UTC.
+    course_due = (datetime.fromisoformat(due) if isinstance(due, str) else due) if due else own.due_at
+    if course_due is not None and course_due.tzinfo is not None:
+        course_due = course_due.astimezone(UTC)
     max_attempts = settings.get("max_attempts") or own.max_attempts
     if grant is not None and max_attempts is not None:
         max_attempts += grant.extra_attempts

@@ -24,7 +24,8 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("RINGLAB_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
-INSTRUCTOR = ("prof", "instructor-password-1")
+INSTRUCTOR = ("prof", "instructor-password-1")  # the default course's instructor
+ADMIN = ("root", "admin-password-1")  # a site administrator
 
 
 def _free_port() -> int:
@@ -55,6 +56,10 @@ def serve(data: Path, **extra: str) -> Iterator[str]:
     subprocess.run([*run, "db", "upgrade"], cwd=REPO, env=env, check=True, capture_output=True)
     subprocess.run(
         [*run, "users", "create", INSTRUCTOR[0], "--role", "instructor", "--password", INSTRUCTOR[1]],
+        cwd=REPO, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        [*run, "users", "create", ADMIN[0], "--admin", "--password", ADMIN[1]],
         cwd=REPO, env=env, check=True, capture_output=True,
     )  # fmt: skip
     port = _free_port()

@@ -26,7 +26,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from app.content.loader import load_tree
-from tests.browser.conftest import ARTIFACTS, INSTRUCTOR, REPO
+from tests.browser.conftest import ADMIN, ARTIFACTS, INSTRUCTOR, REPO
 from tests.conftest import CONTENT_DIR
 
 pytestmark = pytest.mark.browser
@@ -241,6 +241,7 @@ def _student_pages(c: Checker, student: Student) -> None:
     expect(page.locator("#lab-result")).to_have_attribute("data-status", "graded", timeout=240_000)
     c.check("lab submission, graded")
     c.visit("/account/password", "change your password")
+    c.visit("/courses", "your courses")
     _sign_out(page)
 
 
@@ -264,6 +265,19 @@ def _instructor_pages(c: Checker, student: Student) -> None:
     page.locator("main a[href^='/instructor/reports/']").first.click()
     c.check("a problem report")
     c.visit("/quizzes/ch35-quiz/statistics", "quiz statistics")
+    c.visit("/instructor/course", "course settings")
+    _sign_out(page)
+
+
+def _admin_pages(c: Checker, student: Student) -> None:
+    page = c.page
+    _sign_in(page, *ADMIN)
+    c.visit("/admin/users", "accounts")
+    c.visit(f"/admin/users?q={student.name}", "accounts, filtered")
+    page.get_by_role("link", name=re.compile(f"Delete {student.name}")).first.click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text(student.name)
+    c.check("delete an account: the confirmation")
+    c.visit("/courses", "every course")
 
 
 def test_every_page_passes_axe_in_both_themes(context: BrowserContext, student: Student) -> None:
@@ -274,6 +288,7 @@ def test_every_page_passes_axe_in_both_themes(context: BrowserContext, student: 
     try:
         _student_pages(checker, student)
         _instructor_pages(checker, student)
+        _admin_pages(checker, student)
     except Exception:
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "accessibility.png"), full_page=True)

@@ -79,6 +79,13 @@ class Context:
     now: datetime
     course_id: str = DEFAULT_COURSE
     assignments: dict[str, Any] | None = None
+    _grants: dict[tuple[int, str], policy.Grant] | None = field(default=None, repr=False)
+
+    def grants(self, session: Session) -> dict[tuple[int, str], policy.Grant]:
+        """The course's extensions in force, per (student, column key): read once per gradebook."""
+        if self._grants is None:
+            self._grants = extensions.in_force(self.course_id, session=session)
+        return self._grants
 
     @classmethod
     def for_course(cls, course_id: str, *, now: datetime, session: Session) -> Context:
@@ -127,7 +134,12 @@ def _extended(
     Two queries whatever the number of grants: the grants, then the times of those students' rows.
     """
     prefix = "quiz:" if model is QuizAttempt else "lab:"
-    grants = extensions.in_force(ctx.course_id, {c.key for c in columns}, user_ids, session=session)
+    keys, users = {c.key for c in columns}, None if user_ids is None else set(user_ids)
+    grants = {
+        (uid, key): g
+        for (uid, key), g in ctx.grants(session).items()
+        if key in keys and (users is None or uid in users)
+    }
     dated = {(uid, key.removeprefix(prefix)): g.due_at for (uid, key), g in grants.items() if g.due_at is not None}
     late: dict[tuple[int, str], int] = {}
     if dated:

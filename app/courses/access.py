@@ -1,9 +1,11 @@
 """Which course a request is in, and the user's role there.
 
 A request names its course with ``?course=<id>`` (the JSON API also with an ``X-Ringlab-Course``
-header); a browser otherwise stays in the course it last entered (a cookie). With none named, the
-default course if the user is in it, else their first course. A course the user is not enrolled in
-gives no role: every per-course check then refuses (a site administrator's aside).
+header); a browser otherwise stays in the course it last entered (a cookie), if the user is in it
+(or is a site administrator): the cookie outlives a sign-out, and the next person on a shared
+browser must not land in a course that is not theirs. With none named, the default course if the
+user is in it, else their first course. A course named but not enrolled in gives no role: every
+per-course check then refuses (a site administrator's aside).
 """
 
 from __future__ import annotations
@@ -27,13 +29,17 @@ class Place:
     role: CourseRole | None
 
 
-def resolve(user_id: int, requested: str | None, *, session: Session) -> Place:
-    """The course a request of ``user_id`` is in: ``requested`` if given, else their usual one."""
+def resolve(
+    user_id: int, requested: str | None, *, session: Session, remembered: str | None = None, admin: bool = False
+) -> Place:
+    """The course a request of ``user_id`` is in: ``requested`` if given, else ``remembered`` (the course
+    this browser last entered) if they are in it or ``admin``, else their usual one."""
     if requested:
-        role = session.scalar(
-            select(Enrollment.role).where(Enrollment.user_id == user_id, Enrollment.course_id == requested[:80])
-        )
-        return Place(requested[:80], role)
+        return Place(requested[:80], _role(user_id, requested[:80], session))
+    if remembered:
+        role = _role(user_id, remembered[:80], session)
+        if role is not None or admin:
+            return Place(remembered[:80], role)
     rows = session.execute(
         select(Enrollment.course_id, Enrollment.role)
         .join(Course, Course.id == Enrollment.course_id)
@@ -44,3 +50,9 @@ def resolve(user_id: int, requested: str | None, *, session: Session) -> Place:
         if course_id == DEFAULT_COURSE:
             return Place(course_id, role)
     return Place(rows[0][0], rows[0][1]) if rows else Place(DEFAULT_COURSE, None)
+
+
+def _role(user_id: int, course_id: str, session: Session) -> CourseRole | None:
+    return session.scalar(
+        select(Enrollment.role).where(Enrollment.user_id == user_id, Enrollment.course_id == course_id)
+    )

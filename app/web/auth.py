@@ -86,8 +86,10 @@ class AuthMiddleware:
                         user, expired = service.session_user(token, session=session, now=utcnow())
                         if user is not None:
                             zone = preferences.zone_of(user.id, session=session)
-                            asked = query_value(scope, "course") or cookie_value(scope, access.COOKIE)
-                            place = access.resolve(user.id, asked, session=session)
+                            place = access.resolve(
+                                user.id, query_value(scope, "course"), session=session,
+                                remembered=cookie_value(scope, access.COOKIE), admin=user.is_admin,
+                            )  # fmt: skip
                             state["user"] = Principal.of(user, zone, place)
                         state["session_expired"] = expired
         await self.app(scope, receive, send)

@@ -242,6 +242,10 @@ def _student_pages(c: Checker, student: Student) -> None:
     c.check("lab submission, graded")
     c.visit("/account/password", "change your password")
     c.visit("/courses", "your courses")
+    page.get_by_label("Join code").fill("NOTACODE")
+    page.get_by_role("button", name="Join the course").click()
+    expect(page.get_by_label("Join code")).to_have_attribute("aria-invalid", "true")
+    c.check("your courses, a wrong join code")
     _sign_out(page)
 
 
@@ -253,6 +257,16 @@ def _instructor_pages(c: Checker, student: Student) -> None:
     page.locator(f'tr[data-student="{student.name}"]').get_by_role("link", name=student.name).click()
     expect(page.get_by_role("heading", level=1)).to_have_text(student.name)
     c.check("a student")
+    extensions = page.get_by_role("region", name="Extensions")
+    extensions.get_by_label("Assessment").select_option("quiz:module-202")
+    extensions.get_by_label("Reason").fill("a family emergency")
+    extensions.get_by_role("button", name="Grant the extension").click()  # neither a date nor attempts
+    expect(page.locator("#extension-error")).to_be_visible()
+    c.check("a student, an extension refused")
+    page.get_by_role("region", name="Extensions").get_by_label("Extra attempts").fill("1")
+    page.get_by_role("region", name="Extensions").get_by_role("button", name="Grant the extension").click()
+    expect(page.get_by_test_id("extensions")).to_contain_text("a family emergency")
+    c.check("a student, an extension granted")
     page.get_by_role("button", name="Make a password reset link").click()
     link = page.get_by_label("The link").input_value()
     c.check("a password reset link")

@@ -105,7 +105,7 @@ def test_enroll_show_list_and_remove(env: dict[str, str], db: Engine) -> None:
     listed = ringlab("courses", "list", env=env)
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines() == [
-        "default\tCourse\t1 student, 0 TAs, 0 instructors\topen (anyone who signs up)",
+        "default\tDefault course\t1 student, 0 TAs, 0 instructors\topen (anyone who signs up)",
         "b\tSection B (Spring 2027)\t2 students, 0 TAs, 1 instructor\tclosed",
     ]
     shown = ringlab("courses", "show", "b", env=env)

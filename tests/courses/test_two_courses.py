@@ -244,3 +244,13 @@ def test_the_exercises_page_lists_what_the_course_assigns(
     assert 'href="/labs/ring-allreduce"' not in in_b
     everything = client.get("/exercises?course=default").text  # cam is not in the default course: every set
     assert all(f'href="/exercises/{s.id}"' in everything for s in content_tree.exercise_sets)
+
+
+def test_a_remembered_course_applies_only_to_its_members(client: TestClient, sections: dict[str, int]) -> None:
+    # The browser last entered section B (a cookie that outlives a sign-out); the next person is in A only.
+    client.cookies.set("ringlab_course", "section-b")
+    sign_in(client, "ana")
+    assert client.get("/instructor/gradebook").status_code == 403  # a student, in her own course A
+    assert "section A" in client.get("/").text
+    sign_in(client, "cam")  # in both: the remembered course holds
+    assert "section B" in client.get("/").text

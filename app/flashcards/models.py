@@ -82,7 +82,9 @@ class Review(Base):
     deck_id: Mapped[str] = mapped_column(String(80))
     # The course it was made in (app.courses.models: "default" is the course every server has). No foreign
     # key: a course is never deleted (retired instead), and SQLite adds this column to a table in place only so.
-    course_id: Mapped[str] = mapped_column(String(80), index=True, default="default", server_default="default")
+    # No index of its own: queries reach these rows by student, quiz or lab first, and an index on a column
+    # with a handful of values would lead the planner away from those.
+    course_id: Mapped[str] = mapped_column(String(80), default="default", server_default="default")
     review_key: Mapped[str | None] = mapped_column(String(100))  # the client's idempotency key
     raw_rating: Mapped[int] = mapped_column(Integer)  # 1-5 as pressed
     rating: Mapped[int] = mapped_column(Integer)  # fsrs.Rating: 1 Again .. 4 Easy

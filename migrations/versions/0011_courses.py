@@ -144,7 +144,6 @@ def upgrade() -> None:
     # on, dropping a table to copy it would cascade to the rows that reference it (answers, reviews).
     for table in WORK:
         op.add_column(table, sa.Column("course_id", sa.String(length=80), server_default="default", nullable=False))
-        op.create_index(op.f(f"ix_{table}_course_id"), table, ["course_id"])
     op.add_column("users", sa.Column("full_name", sa.String(length=120), nullable=True))
     op.add_column("users", sa.Column("email", sa.String(length=254), nullable=True))
     # Every account so far was in the one class the server ran: now its default course.
@@ -160,8 +159,6 @@ def downgrade() -> None:
     op.execute("UPDATE users SET role = 'instructor' WHERE role = 'admin'")
     # Dropped in place (SQLite 3.35+ has DROP COLUMN): see upgrade() for why a table is never copied.
     for table, column in [(t, "course_id") for t in WORK] + [("users", "email"), ("users", "full_name")]:
-        if column == "course_id":
-            op.drop_index(op.f(f"ix_{table}_course_id"), table_name=table)
         op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     op.drop_index(op.f("ix_audit_log_at"), table_name="audit_log")
     op.drop_table("audit_log")

@@ -21,13 +21,12 @@ from sqlalchemy import case, func, select, true
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
-from app.content.courses import DEFAULT_COURSE
-from app.content.records import Course, Exercise, ExerciseSet, Question, Quiz
-from app.courses import extensions, policy
+from app.content.records import Exercise, ExerciseSet, Question, Quiz
 from app.courses.models import CourseRole, Enrollment
 from app.exercises.models import PartProgress
 from app.exercises.progress import GAVE_UP, SOLVED
 from app.flashcards.models import NEW, REVIEW, CardState, Review
+from app.instructors.course_context import Context
 from app.labs import catalog
 from app.labs.models import SCORED, Submission
 from app.quizzes.models import QuizAttempt
@@ -66,38 +65,6 @@ class Cell:
     extended: bool = False
     due_at: datetime | None = None
     extra_attempts: int = 0
-
-
-@dataclass
-class Context:
-    """What sources may need besides the session: the time, and the course whose gradebook it is.
-
-    ``assignments`` is the course's (app.content.records.Course): None assigns everything, each item
-    with its own settings. ``for_course`` reads it.
-    """
-
-    now: datetime
-    course_id: str = DEFAULT_COURSE
-    assignments: dict[str, Any] | None = None
-    _grants: dict[tuple[int, str], policy.Grant] | None = field(default=None, repr=False)
-
-    def grants(self, session: Session) -> dict[tuple[int, str], policy.Grant]:
-        """The course's extensions in force, per (student, column key): read once per gradebook."""
-        if self._grants is None:
-            self._grants = extensions.in_force(self.course_id, session=session)
-        return self._grants
-
-    @classmethod
-    def for_course(cls, course_id: str, *, now: datetime, session: Session) -> Context:
-        assignments = session.scalar(select(Course.assignments).where(Course.id == course_id))
-        return cls(now, course_id, assignments)
-
-    def assigned(self, kind: str, item_id: str) -> bool:
-        return policy.assignment(self.assignments, kind, item_id) is not None
-
-    def due(self, kind: str, item_id: str, own: datetime | None) -> datetime | None:
-        """The course's due date for the item (every student without an extension has it)."""
-        return policy.terms(policy.assignment(self.assignments, kind, item_id), policy.Own(own)).course_due_at
 
 
 Cells = dict[tuple[int, str], Cell]  # (user id, column key) -> cell

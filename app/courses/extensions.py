@@ -5,7 +5,7 @@ Every grant is kept (who, when, what, why); the latest grant for an assessment i
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -17,7 +17,7 @@ from app.content.records import Course, Lab, Quiz
 from app.courses import policy
 from app.courses.models import Extension
 from app.courses.service import get_course, require_student_of
-from app.errors import InvalidInput
+from app.errors import Conflict, DomainError, Forbidden, InvalidInput
 
 MAX_REASON = 500
 MAX_EXTRA_ATTEMPTS = 20
@@ -119,6 +119,30 @@ def course_due(
     """The course's due date for an item (what a student without an extension has)."""
     assignments = session.scalar(select(Course.assignments).where(Course.id == course_id))
     return policy.terms(policy.assignment(assignments, kind, item_id), policy.Own(own_due)).course_due_at
+
+
+_NOUNS = {"quiz": "attempt", "lab": "submission"}
+
+
+def admit(
+    course_id: str, user_id: int, kind: str, item_id: str, own: policy.Own, *, used: Callable[[], int],
+    session: Session, now: datetime, closed: type[DomainError] = Conflict, used_up: type[DomainError] = Conflict,
+) -> policy.Terms:  # fmt: skip
+    """The terms of one more quiz attempt or lab submission, if the course takes it; else why not, as an error.
+
+    Forbidden when the course does not assign the item, ``closed`` past a ``late: refuse`` due date, and
+    ``used_up`` when ``used()`` (the student's count in the course) has reached the limit.
+    """
+    terms = terms_for(course_id, user_id, kind, item_id, own, session=session)
+    noun = _NOUNS[kind]
+    if not terms.assigned:
+        raise Forbidden(f"The {kind} '{item_id}' is not part of this course.")
+    if terms.closed(now):
+        assert terms.due_at is not None
+        raise closed(f"This {kind} closed at {terms.due_at:%Y-%m-%d %H:%M} UTC; it takes no more {noun}s.")
+    if terms.max_attempts is not None and used() >= terms.max_attempts:
+        raise used_up(f"This {kind} allows {terms.max_attempts} {noun}(s) and you have used them all.")
+    return terms
 
 
 def history(course_id: str, user_id: int, *, session: Session) -> list[GrantRecord]:

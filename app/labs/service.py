@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.accounts.models import User
 from app.content.records import Lab as LabRow
 from app.courses import extensions, policy
-from app.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound, RateLimited
+from app.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimited
 from app.labs import queue_view, wake
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.catalog import gpus_needed
@@ -94,18 +94,10 @@ def submit(lab: Lab, user: Principal, code: str, *, session: Session, now: datet
 
 def _check_terms(lab: Lab, user_id: int, course_id: str, mine: Any, *, session: Session, now: datetime) -> None:
     """The course's terms for the lab: assigned, still open, submissions left (extensions counted)."""
-    terms = extensions.terms_for(course_id, user_id, "lab", lab.id, policy.Own(lab.spec.due), session=session)
-    if not terms.assigned:
-        raise Forbidden(f"The lab '{lab.id}' is not part of this course.")
-    if terms.closed(now):
-        assert terms.due_at is not None
-        raise Conflict(f"This lab closed at {terms.due_at:%Y-%m-%d %H:%M} UTC; it takes no more submissions.")
-    if terms.max_attempts is not None:
-        used = session.scalar(select(func.count()).select_from(S).where(mine, S.course_id == course_id)) or 0
-        if used >= terms.max_attempts:
-            raise Conflict(
-                f"This lab allows {terms.max_attempts} submission(s) in this course and you have used them all."
-            )
+    extensions.admit(
+        course_id, user_id, "lab", lab.id, policy.Own(lab.spec.due), session=session, now=now,
+        used=lambda: session.scalar(select(func.count()).select_from(S).where(mine, S.course_id == course_id)) or 0,
+    )  # fmt: skip
 
 
 def _utf8(code: str) -> bytes:

@@ -20,7 +20,7 @@ from app.content.courses import DEFAULT_COURSE
 from app.content.records import Question, Quiz
 from app.courses import extensions, policy
 from app.db import insert_for
-from app.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound
 from app.quizzes import accommodations, scoring
 from app.quizzes.models import QuizAnswer, QuizAttempt
 
@@ -95,16 +95,10 @@ def start_attempt(
         else:
             return attempt, False
     own = policy.Own(quiz.due_at, quiz.max_attempts, quiz.show_answers)
-    terms = extensions.terms_for(course_id, user_id, "quiz", quiz_id, own, session=session)
-    if not terms.assigned:
-        raise Forbidden(f"The quiz '{quiz_id}' is not part of this course.")
-    if terms.closed(now):
-        assert terms.due_at is not None
-        raise QuizClosed(f"This quiz closed at {terms.due_at:%Y-%m-%d %H:%M} UTC; it takes no more attempts.")
-    if terms.max_attempts is not None:
-        used = session.scalar(select(func.count()).select_from(QuizAttempt).where(mine))
-        if (used or 0) >= terms.max_attempts:
-            raise NoAttemptsLeft(f"This quiz allows {terms.max_attempts} attempt(s) and you have used them all.")
+    extensions.admit(
+        course_id, user_id, "quiz", quiz_id, own, session=session, now=now, closed=QuizClosed, used_up=NoAttemptsLeft,
+        used=lambda: session.scalar(select(func.count()).select_from(QuizAttempt).where(mine)) or 0,
+    )  # fmt: skip
     live = session.execute(
         select(Question.id, Question.section_id)
         .where(Question.quiz_id == quiz_id, Question.retired_at.is_(None))

@@ -254,3 +254,36 @@ def test_a_remembered_course_applies_only_to_its_members(client: TestClient, sec
     assert "section A" in client.get("/").text
     sign_in(client, "cam")  # in both: the remembered course holds
     assert "section B" in client.get("/").text
+
+
+def test_a_lab_takes_its_course_s_limit_of_submissions_and_closes_at_its_due_date(
+    client: TestClient, sections: dict[str, int], session: Session
+) -> None:
+    from sqlalchemy import update
+
+    from app.content.records import Course
+    from app.labs.models import Submission, SubmissionStatus
+
+    past = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    terms = {"max_attempts": 1, "due": None, "late": "accept", "show_answers": None}
+    session.add_all([
+        Course(id="lab-c", title="C", time_zone="UTC", position=3, assignments={"lab": {"ring-allreduce": terms}}),
+        Course(id="lab-d", title="D", time_zone="UTC", position=4,
+               assignments={"lab": {"ring-allreduce": {**terms, "max_attempts": None, "due": past, "late": "refuse"}}}),
+    ])  # fmt: skip
+    session.add_all(
+        Enrollment(user_id=sections["cam"], course_id=c, role=CourseRole.student) for c in ("lab-c", "lab-d")
+    )
+    session.commit()
+    cam = api_token(client, "cam")
+    url = "/api/v1/labs/ring-allreduce/submissions"
+    assert client.post(f"{url}?course=lab-c", json={"code": "x = 1\n"}, headers=cam).status_code == 202  # queued
+    session.execute(update(Submission).values(status=SubmissionStatus.graded))  # graded: no longer in flight
+    session.commit()
+    again = client.post(f"{url}?course=lab-c", json={"code": "x = 2\n"}, headers=cam)
+    assert again.status_code == 409 and again.json()["detail"] == (
+        "This lab allows 1 submission(s) and you have used them all."
+    )
+    closed = client.post(f"{url}?course=lab-d", json={"code": "x = 3\n"}, headers=cam)
+    assert closed.status_code == 409 and "This lab closed at" in closed.json()["detail"]
+    assert "takes no more submissions" in closed.json()["detail"]

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # picks one for the database. On SQLite that work is CPU in Python: threads beyond a
     # few only fight over the interpreter lock. PostgreSQL work waits on the network.
     web_threads: int = Field(default=0, ge=0, le=1000)
+    # How often each web process sends the scores LMS gradebooks are owed (app.lti.sender); 0: never (a
+    # deployment may leave it to one process, or to `ringlab lti send`).
+    lti_send_every: float = Field(default=5.0, ge=0)
 
     @property
     def thread_count(self) -> int:

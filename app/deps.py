@@ -68,6 +68,12 @@ async def _request_session(request: Request, factory: sessionmaker[Session], wri
                 await run_in_threadpool(_finish, session, ok)
 
 
+def writing(request: Request) -> Any:
+    """``async with writing(request) as session``: a writer taken after slow work (an LMS call) is done, in
+    its turn on SQLite, committed when the block succeeds."""
+    return _request_session(request, request.app.state.sessionmaker, writes=True)
+
+
 async def get_session(request: Request) -> AsyncIterator[Session]:
     """One session per request, committed when the route returns without error.
 

@@ -32,6 +32,9 @@ from app.instructors.api import router as instructors_api
 from app.instructors.views import router as instructors_router
 from app.labs.api import router as labs_api
 from app.labs.views import router as labs_router
+from app.lti import sender as lti_sender
+from app.lti.staff_views import router as lti_staff_router
+from app.lti.views import router as lti_router
 from app.quizzes.api import router as quizzes_api
 from app.quizzes.views import router as quizzes_router
 from app.reports.staff import router as reports_staff_router
@@ -60,7 +63,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             except ContentError as exc:
                 # Keep serving what is already loaded; the problems are for the author.
                 log.error("content not synced, still serving the last good content:\n%s", exc)
+        sender = asyncio.create_task(lti_sender.run(app.state.sessionmaker, settings.lti_send_every))
         yield
+        sender.cancel()
         if app.state.writer_thread is not None:
             app.state.writer_thread.shutdown()
         engine.dispose()
@@ -80,7 +85,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # (its database lookup guarded: a database restarting is a 503, app.web.errors).
     app.add_middleware(AuthMiddleware)
     app.add_middleware(errors.DatabaseGuard)
-    app.add_middleware(CSRFMiddleware, max_body=settings.max_body_bytes)
+    # The LMS posts the launch from its own site: login and launch are checked by OIDC state and nonce instead.
+    app.add_middleware(
+        CSRFMiddleware, max_body=settings.max_body_bytes, exempt_prefixes=("/api/", "/lti/login", "/lti/launch")
+    )
     app.add_middleware(SecurityHeaders)
     if proxies := [p.strip() for p in settings.trusted_proxies.split(",") if p.strip()]:
         # Outermost: the client's address and scheme are settled before anything reads them.
@@ -92,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pages_router, accounts_router, recovery_router, accounts_api, quizzes_router, quizzes_api, exercises_router,
         exercises_api, flashcards_mine_router, flashcards_router, flashcards_api, labs_router, labs_api,
         instructors_router, instructors_api, reports_router, reports_staff_router, courses_router,
-        admin_users_router,
+        admin_users_router, lti_router, lti_staff_router,
     )  # fmt: skip
     for router in routers:
         # Flat, as include_router left them before FastAPI 0.137: it now keeps each router as a

@@ -10,6 +10,7 @@ def load_all() -> None:
     import app.exercises.models
     import app.flashcards.models
     import app.labs.models
+    import app.lti.models
     import app.quizzes.models
     import app.reports.models
     import app.web.health  # noqa: F401

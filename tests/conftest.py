@@ -155,7 +155,10 @@ def session(session_factory: sessionmaker[Session]) -> Iterator[Session]:
 
 @pytest.fixture
 def settings(db_url: str, tmp_path: Path) -> Settings:
-    return Settings(database_url=db_url, data_dir=tmp_path, content_dir=CONTENT_DIR, sync_content_on_start=False)
+    # No LMS score sender: it would share the test's one connection from another thread (tests/lti runs it live).
+    return Settings(
+        database_url=db_url, data_dir=tmp_path, content_dir=CONTENT_DIR, sync_content_on_start=False, lti_send_every=0
+    )
 
 
 @pytest.fixture

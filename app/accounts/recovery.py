@@ -42,7 +42,9 @@ def change_password(user: User, old: str, new: str, confirm: str, *, session: Se
     Raises InvalidInput (changing nothing) for a wrong old password, a new one that is too short or
     too long, or a confirmation that differs.
     """
-    valid, _ = hasher().verify_and_update(old, user.password_hash) if old else (False, None)
+    # An account an LMS made has no password yet ("!..."): its owner, signed in from the LMS, sets the first.
+    first = user.password_hash.startswith("!")
+    valid, _ = hasher().verify_and_update(old, user.password_hash) if old and not first else (first, None)
     if not valid:
         raise InvalidInput("That is not your current password.", field="old_password")
     if new != confirm:

@@ -20,6 +20,7 @@ from app.courses.service import role_in
 from app.db import utcnow
 from app.deps import CurrentUser, RequireStaff, RowId, SessionDep
 from app.errors import DomainError, NotFound
+from app.web import cookies
 from app.web.auth import COOKIE
 from app.web.templating import render
 
@@ -91,7 +92,7 @@ def reset(
     except DomainError as exc:
         return _reset_page(request, token, session, exc)
     response = RedirectResponse("/signin?reset=1", status_code=303)
-    response.delete_cookie(COOKIE, path="/")  # whoever was signed in on this browser is not any more
+    cookies.delete(response, request, COOKIE)  # whoever was signed in on this browser is not any more
     return response
 
 

@@ -71,7 +71,8 @@ def register(username: str, password: str, *, session: Session, role: Role = Rol
 def authenticate(username: str, password: str, *, session: Session) -> User:
     """The user whose password this is. Unknown user and wrong password read the same."""
     user = find_user(username.strip(), session=session) if len(password) <= MAX_PASSWORD else None
-    if user is None:
+    # An account without a password (made by an LMS: "!..." is no hash) opens only from there, or after a reset.
+    if user is None or user.password_hash.startswith("!"):
         hasher().verify(password[:MAX_PASSWORD], _dummy_hash())  # same cost as a real check
         raise Unauthorized("Wrong username or password.")
     valid, new_hash = hasher().verify_and_update(password, user.password_hash)

@@ -14,6 +14,7 @@ from app.db import utcnow
 from app.deps import ClientAddress, OptionalUser, SessionDep, SettingsDep
 from app.errors import DomainError
 from app.flashcards import preferences
+from app.web import cookies
 from app.web.auth import COOKIE
 from app.web.templating import render
 
@@ -44,10 +45,7 @@ def _signed_in(request: Request, user_id: int, session: SessionDep, settings: Se
     landing = safe_next(target)
     staff = user.is_admin or access.resolve(user.id, None, session=session).role in STAFF
     response = RedirectResponse("/instructor" if landing == "/" and staff else landing, status_code=303)
-    response.set_cookie(
-        COOKIE, issued.token, max_age=settings.session_ttl_hours * 3600, httponly=True, samesite="lax",
-        secure=request.url.scheme == "https", path="/",
-    )  # fmt: skip
+    response.set_cookie(COOKIE, issued.token, max_age=settings.session_ttl_hours * 3600, **cookies.options(request))
     return response
 
 
@@ -134,5 +132,5 @@ def signup(
 def signout(request: Request, session: SessionDep) -> Response:
     service.end_session(request.cookies.get(COOKIE), session=session)
     response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(COOKIE, path="/")
+    cookies.delete(response, request, COOKIE)
     return response

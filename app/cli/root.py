@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.cli import content, courses, db, lab, users
+from app.cli import content, courses, db, lab, lti, users
 from app.client import commands as client_commands
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ app.add_typer(content.app, name="content")
 app.add_typer(users.app, name="users")
 app.add_typer(courses.app, name="courses")
 app.add_typer(lab.app, name="lab")
+app.add_typer(lti.app, name="lti")
 
 
 @app.command()

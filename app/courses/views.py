@@ -19,6 +19,7 @@ from app.courses.models import STAFF, CourseRole
 from app.db import utcnow
 from app.deps import CurrentUser, RequireInstructor, RowId, SessionDep, SettingsDep
 from app.errors import DomainError, InvalidInput
+from app.web import cookies
 from app.web.auth import Principal
 from app.web.templating import render
 
@@ -39,10 +40,7 @@ NOTICES = {
 
 def _enter(response: Response, request: Request, course_id: str) -> Response:
     """This browser works in ``course_id`` from now on (until another course is entered)."""
-    response.set_cookie(
-        access.COOKIE, course_id, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="lax",
-        secure=request.url.scheme == "https",
-    )  # fmt: skip
+    response.set_cookie(access.COOKIE, course_id, max_age=COOKIE_MAX_AGE, **cookies.options(request))
     return response
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from app.labs.models import LabWorker, Submission, SubmissionStatus
+from app.lti import outbox
 
 S = Submission
 HEARTBEAT_S = 10.0  # a worker writes its heartbeat this often, idle or grading
@@ -249,6 +250,10 @@ def finish(
         return None
     if status != SubmissionStatus.queued:
         session.execute(update(LabWorker).where(LabWorker.id == worker_id).values(graded=LabWorker.graded + 1))
+    if status in (SubmissionStatus.graded, SubmissionStatus.failed):
+        # The LMS gradebooks that show this lab learn of it in this same transaction (app.lti.outbox).
+        whose = session.execute(select(S.user_id, S.course_id).where(S.id == job.id)).one()
+        outbox.score_changed(whose.user_id, whose.course_id, "lab", job.lab_id, session=session, now=now)
     return status
 
 

@@ -21,6 +21,7 @@ from app.content.records import Question, Quiz
 from app.courses import extensions, policy
 from app.db import insert_for
 from app.errors import Conflict, InvalidInput, NotFound
+from app.lti import outbox
 from app.quizzes import accommodations, scoring
 from app.quizzes.models import QuizAnswer, QuizAttempt
 
@@ -238,6 +239,7 @@ def _finalize(attempt: QuizAttempt, *, session: Session, now: datetime) -> None:
     attempt.submitted_at = attempt.deadline if auto and attempt.deadline else now
     attempt.auto_submitted = auto
     attempt.score, attempt.max_score, attempt.passed = result.score, result.max_score, result.passed
+    outbox.score_changed(attempt.user_id, attempt.course_id, "quiz", attempt.quiz_id, session=session, now=now)
     attempt.result = result_dict(result)
     session.flush()
 

@@ -20,6 +20,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.web import cookies
 from app.web.auth import cookie_value
 
 COOKIE = "ringlab_csrf"
@@ -79,8 +80,7 @@ class CSRFMiddleware:
 
         async def send_with_cookie(message: Message) -> None:
             if message["type"] == "http.response.start" and existing != token:
-                secure = "; Secure" if scope.get("scheme") == "https" else ""
-                value = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax{secure}"
+                value = f"{COOKIE}={token}{cookies.header_attributes(scope)}"
                 message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", value.encode())]}
             await send(message)
 

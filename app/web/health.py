@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import case, func, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
@@ -27,6 +27,7 @@ from app.content import service as content
 from app.db import Base, UTCDateTime, session_scope, utcnow
 from app.labs import service as labs
 from app.labs.models import Submission, SubmissionStatus
+from app.lti.models import Outbox, OutboxStatus
 
 PROBE_EVERY_S = 5.0  # an unauthenticated route: it must not let anyone make the database write at will
 MIN_FREE_BYTES = 8 << 20  # SQLite: below this the data directory counts as full
@@ -88,6 +89,7 @@ def report(state: Any, *, max_queue_age_s: float) -> tuple[bool, dict[str, Any]]
     db: dict[str, Any] = {"ok": False, "reachable": False, "writable": False}
     loaded: dict[str, Any] = {"ok": False}
     workers: dict[str, Any] = {"ok": False}
+    lms: dict[str, Any] = {"ok": False}
     try:
         with state.readers() as session:
             session.execute(text("SELECT 1"))
@@ -97,6 +99,7 @@ def report(state: Any, *, max_queue_age_s: float) -> tuple[bool, dict[str, Any]]
             if last is not None:
                 loaded.update(synced_at=last.synced_at.isoformat(), digest=last.digest)
             workers = grading(session, now=now, max_queue_age_s=max_queue_age_s)
+            lms = lti_health(session, now=now)
     except SQLAlchemyError as exc:
         db["problem"] = f"the database cannot be read: {str(getattr(exc, 'orig', exc))[:200]}"
     if db["reachable"]:
@@ -107,7 +110,25 @@ def report(state: Any, *, max_queue_age_s: float) -> tuple[bool, dict[str, Any]]
     db["ok"] = db["reachable"] and db["writable"]
     parts = {"database": db, "content": loaded, "workers": workers}
     healthy = all(part["ok"] for part in parts.values())
-    return healthy, {"status": "ok" if healthy else "unavailable", **parts}
+    # An LMS that is down delays grades in its gradebook, not Ringlab: reported, never a reason for a 503.
+    return healthy, {"status": "ok" if healthy else "unavailable", **parts, "lms": lms}
+
+
+LMS_FAILING_S = 900.0  # an owed score failing this long is a problem to look at (app.lti.sender retries it)
+
+
+def lti_health(session: Session, *, now: datetime) -> dict[str, Any]:
+    """Scores owed to LMS gradebooks: how many, the oldest, and how many are failing."""
+    owed = Outbox.status == OutboxStatus.pending
+    count, oldest, failing = session.execute(
+        select(func.count(), func.min(Outbox.changed_at), func.sum(case((Outbox.tries > 0, 1), else_=0))).where(owed)
+    ).one()
+    age = round((now - oldest).total_seconds(), 1) if oldest is not None else None
+    out: dict[str, Any] = {"owed": int(count or 0), "failing": int(failing or 0), "oldest_owed_s": age}
+    out["ok"] = not (failing and age is not None and age > LMS_FAILING_S)
+    if not out["ok"]:
+        out["problem"] = f"{failing} score(s) for LMS gradebooks failing to send, the oldest owed for {age:.0f} s"
+    return out
 
 
 def grading(session: Session, *, now: datetime, max_queue_age_s: float) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def _signed_in(request: Request, user_id: int, session: SessionDep, settings: Se
     landing = safe_next(target)
     staff = user.is_admin or access.resolve(user.id, None, session=session).role in STAFF
     response = RedirectResponse("/instructor" if landing == "/" and staff else landing, status_code=303)
-    response.set_cookie(COOKIE, issued.token, max_age=settings.session_ttl_hours * 3600, **cookies.options(request))
+    cookies.set_cookie(response, request, COOKIE, issued.token, max_age=settings.session_ttl_hours * 3600)
     return response
 
 

@@ -40,7 +40,7 @@ NOTICES = {
 
 def _enter(response: Response, request: Request, course_id: str) -> Response:
     """This browser works in ``course_id`` from now on (until another course is entered)."""
-    response.set_cookie(access.COOKIE, course_id, max_age=COOKIE_MAX_AGE, **cookies.options(request))
+    cookies.set_cookie(response, request, access.COOKIE, course_id, max_age=COOKIE_MAX_AGE)
     return response
 
 

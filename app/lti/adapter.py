@@ -95,9 +95,10 @@ class Jar(CookieService):
 
     def apply(self, response: Response) -> Response:
         for name, value, exp in self.to_set:
-            response.set_cookie(
-                name, value, max_age=exp, path="/", httponly=True, secure=True, samesite="none", partitioned=True
-            )
+            age = "" if exp is None else f"; Max-Age={exp}"
+            # By hand: Starlette's ``partitioned`` needs Python 3.14. The launch comes inside the LMS's frame.
+            attributes = "; Path=/; HttpOnly; SameSite=None; Secure; Partitioned"
+            response.headers.append("set-cookie", f"{name}={value}{age}{attributes}")
         return response
 
 
@@ -274,6 +275,18 @@ class Launch(MessageLaunch[Params, ToolConf, SessionService, Jar]):
                 store.remove_value("key-set-url-" + hashlib.md5(url.encode()).hexdigest())
             self._registration.set_key_set(None)
             return super().get_public_key()  # type: ignore[no-any-return]
+
+    def validate_registration(self) -> Launch:
+        try:
+            super().validate_registration()
+        except LtiException as exc:
+            if "Registration not found" not in str(exc) and "Client id not registered" not in str(exc):
+                raise
+            raise LtiException(
+                f"The launch was not meant for Ringlab: its audience ({self.get_client_id()}) is no client id "
+                f"registered for {self.get_iss()}."
+            ) from exc
+        return self
 
     def validate_jwt_signature(self) -> Launch:
         assert self._registration is not None

@@ -57,7 +57,11 @@ def launched(launch_id: str, *, session: Session, now: datetime) -> Launched:
     body = dict(message.get_launch_data())
     facts = claims.facts(body)
     platform = _platform(body, session=session)
-    context = contexts.record(platform, facts, session=session)
+    context = session.scalars(  # recorded when the launch came (a GET step must not write)
+        select(ContextLink).where(ContextLink.platform_id == platform.id, ContextLink.context_id == facts.context_id)
+    ).first()
+    if context is None:
+        raise NotFound("This launch's LMS course is unknown. Open Ringlab from your LMS again.")
     return Launched(launch_id, body, facts, platform, context)
 
 

@@ -16,7 +16,7 @@ from app.db import session_scope
 from app.lti.models import Platform
 
 TTL = 60.0
-_cache: dict[int, tuple[float, str]] = {}
+Cache = dict[int, tuple[float, str]]  # platform id -> (good until, origins); one per app (``app.state``)
 _lock = threading.Lock()
 
 
@@ -30,17 +30,17 @@ def origins(platform: Platform) -> list[str]:
     return list(dict.fromkeys(o for o in found if o))
 
 
-def cached(platform_id: int) -> str | None:
+def cached(cache: Cache, platform_id: int) -> str | None:
     with _lock:
-        hit = _cache.get(platform_id)
+        hit = cache.get(platform_id)
     return hit[1] if hit is not None and hit[0] > time.monotonic() else None
 
 
-def load(platform_id: int, readers: sessionmaker[Session]) -> str:
+def load(cache: Cache, platform_id: int, readers: sessionmaker[Session]) -> str:
     """The space-separated origins (empty for an unknown platform), read and cached."""
     with session_scope(readers) as session:
         platform = session.get(Platform, platform_id)
         value = " ".join(origins(platform)) if platform is not None else ""
     with _lock:
-        _cache[platform_id] = (time.monotonic() + TTL, value)
+        cache[platform_id] = (time.monotonic() + TTL, value)
     return value

@@ -44,7 +44,7 @@ def _contexts(course_id: str, session: Session) -> list[tuple[ContextLink, Platf
         .where(ContextLink.course_id == course_id)
         .order_by(ContextLink.title)
     )
-    return [(c, p) for c, p in rows.tuples()]
+    return [(c, p) for c, p in rows]
 
 
 def columns(context: ContextLink, session: Session) -> list[Column]:

@@ -117,10 +117,8 @@ def _launch(request: Request, params: dict[str, str]) -> Response:
             session.commit()
             return _refused(request, exc.message, exc.status_code)
         response = RedirectResponse(step.location, status_code=303)
-        response.set_cookie(
-            flow.LAUNCH_COOKIE, launched.launch_id, max_age=3600, **cookies.options(request, embedded=True)
-        )
-        response.set_cookie(cookies.EMBEDDED, str(launched.platform.id), **cookies.options(request, embedded=True))
+        cookies.set_cookie(response, request, flow.LAUNCH_COOKIE, launched.launch_id, max_age=3600, embedded=True)
+        cookies.set_cookie(response, request, cookies.EMBEDDED, str(launched.platform.id), embedded=True)
         if step.sign_in is not None:
             _sign_in(request, response, step.sign_in, session, course_id=step.course_id)
         return response
@@ -148,12 +146,12 @@ def _sign_in(request: Request, response: Response, user: User, session: SessionD
     issued = accounts.start_session(
         user, session=session, now=utcnow(), ttl=timedelta(hours=settings.session_ttl_hours)
     )
-    options = cookies.options(request, embedded=True)
-    response.set_cookie(SESSION_COOKIE, issued.token, max_age=settings.session_ttl_hours * 3600, **options)
+    age = settings.session_ttl_hours * 3600
+    cookies.set_cookie(response, request, SESSION_COOKIE, issued.token, max_age=age, embedded=True)
     if course_id is not None:
         from app.courses import access
 
-        response.set_cookie(access.COOKIE, course_id, max_age=365 * 24 * 3600, **options)
+        cookies.set_cookie(response, request, access.COOKIE, course_id, max_age=365 * 24 * 3600, embedded=True)
 
 
 def _ours(request: Request, launch_id: str) -> None:

@@ -8,9 +8,8 @@ under that LMS's site, so Ringlab in its own tab keeps its own, Lax, cookies.
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import Scope
 
 EMBEDDED = "ringlab_embedded"
@@ -24,21 +23,33 @@ def embedded_platform(scope: Scope) -> int | None:
     return int(value) if value and value.isdigit() else None
 
 
-def options(request: Request, *, embedded: bool | None = None) -> dict[str, Any]:
-    """``set_cookie`` keyword arguments for this request's context."""
-    framed = embedded_platform(request.scope) is not None if embedded is None else embedded
+def framed(request: Request) -> bool:
+    return embedded_platform(request.scope) is not None
+
+
+def _attributes(*, framed: bool, https: bool) -> str:
     if framed:
-        return {"httponly": True, "samesite": "none", "secure": True, "partitioned": True, "path": "/"}
-    return {"httponly": True, "samesite": "lax", "secure": request.url.scheme == "https", "path": "/"}
+        return "; Path=/; HttpOnly; SameSite=None; Secure; Partitioned"
+    return "; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if https else "")
 
 
 def header_attributes(scope: Scope) -> str:
     """The attributes after ``name=value`` in a raw Set-Cookie header (ASGI middleware)."""
-    if embedded_platform(scope) is not None:
-        return "; Path=/; HttpOnly; SameSite=None; Secure; Partitioned"
-    return "; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if scope.get("scheme") == "https" else "")
+    return _attributes(framed=embedded_platform(scope) is not None, https=scope.get("scheme") == "https")
 
 
-def delete(response: Any, request: Request, name: str) -> None:
+def set_cookie(
+    response: Response, request: Request, name: str, value: str, *, max_age: int | None = None,
+    embedded: bool | None = None,
+) -> None:  # fmt: skip
+    """Set a cookie for this request's context (written by hand: Starlette's ``partitioned`` needs Python 3.14)."""
+    inside = framed(request) if embedded is None else embedded
+    age = "" if max_age is None else f"; Max-Age={max_age}"
+    expired = "; Expires=Thu, 01 Jan 1970 00:00:00 GMT" if max_age == 0 else ""
+    header = f"{name}={value}{age}{expired}{_attributes(framed=inside, https=request.url.scheme == 'https')}"
+    response.headers.append("set-cookie", header)
+
+
+def delete(response: Response, request: Request, name: str) -> None:
     """Remove cookie ``name`` in this request's context (a partitioned cookie is removed in its partition)."""
-    response.delete_cookie(name, **options(request))
+    set_cookie(response, request, name, '""', max_age=0)

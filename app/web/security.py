@@ -33,10 +33,13 @@ async def _framing(scope: Scope) -> list[tuple[bytes, bytes]] | None:
     platform_id = embedded_platform(scope)
     if platform_id is None:
         return None
-    origins = frames.cached(platform_id)
+    state = scope["app"].state
+    if not hasattr(state, "lti_frames"):
+        state.lti_frames = {}
+    origins = frames.cached(state.lti_frames, platform_id)
     if origins is None:
         try:
-            origins = await anyio.to_thread.run_sync(frames.load, platform_id, scope["app"].state.readers)
+            origins = await anyio.to_thread.run_sync(frames.load, state.lti_frames, platform_id, state.readers)
         except Exception:  # the database is away: not frameable this time (its outage is answered inside)
             return None
     policy = csp(" ".join(["'self'", *origins.split()]))

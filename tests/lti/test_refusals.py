@@ -3,6 +3,9 @@ student's LMS role does not open."""
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 from sqlalchemy import select
 
@@ -92,3 +95,22 @@ def test_a_student_role_opens_no_staff_page(tool: Tool, platform: Platform) -> N
             assert own.get(path + "?course=default").status_code == 403, path
     finally:
         own.close()
+
+
+def test_a_browser_that_refuses_cookies_in_the_frame_is_offered_a_new_window(tool: Tool, platform: Platform) -> None:
+    framed, own_tab = Agent(tool.base), Agent(tool.base)
+    try:
+        params = platform.login_params(MALLORY)
+        _action, fields = platform.authorize(framed.get("/lti/login", params=params).headers["location"])
+        framed.jar.clear()  # the frame's browser dropped the state cookie it was given
+        refused = framed.post("/lti/launch", data=fields)
+        assert refused.status_code == 401 and "Open in a new window" in refused.text
+        again = re.search(r'href="(/lti/login\?[^"]+)" target="_blank"', refused.text)
+        assert again, refused.text
+        # The link starts the launch over in a tab of its own, where the cookie is first-party.
+        restart = own_tab.get(html.unescape(again.group(1)))
+        assert restart.status_code == 302 and restart.headers["location"].startswith(platform.auth_login_url)
+        assert "lti1p3_new_window=1" in again.group(1)
+    finally:
+        framed.close()
+        own_tab.close()

@@ -17,13 +17,15 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException, OIDCException
 from pylti1p3.lineitem import LineItem as LibLineItem
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.accounts import service as accounts
 from app.accounts.models import User
 from app.db import utcnow
-from app.deps import OptionalUser, SessionDep, WriteSessionDep
+from app.deps import OptionalUser, SessionDep, WriteSessionDep, writing
 from app.errors import DomainError
-from app.lti import adapter, claims, contexts, flow, frames, keys, offers
+from app.lti import adapter, claims, contexts, flow, frames, keys, offers, people
 from app.web import cookies
 from app.web.auth import COOKIE as SESSION_COOKIE
 from app.web.auth import Principal
@@ -61,67 +63,57 @@ async def login(request: Request) -> Response:
     """OIDC third-party-initiated login: check the platform is registered, then send the browser to its
     authorization endpoint with a fresh state (in a cookie) and nonce (stored, single use)."""
     params = await _params(request)
-    factory = request.app.state.sessionmaker
-    from starlette.concurrency import run_in_threadpool
-
-    return await run_in_threadpool(_login, request, params, factory)
+    async with writing(request) as session:  # in its turn on SQLite; committed when the block ends
+        return await run_in_threadpool(_login, request, params, session)
 
 
-def _login(request: Request, params: dict[str, str], factory: object) -> Response:
-    from app.db import session_scope
-
+def _login(request: Request, params: dict[str, str], session: Session) -> Response:
     launch_url = str(request.url_for("lti_launch"))
-    with session_scope(factory) as session:  # type: ignore[arg-type]
-        oidc, jar = adapter.login(params, secure=request.url.scheme == "https", session=session, now=utcnow())
-        oidc.pass_params_to_launch({"login": {k: params[k] for k in LOGIN_PARAMS if params.get(k)}})
-        try:
-            response = oidc.redirect(launch_url)
-        except OIDCException as exc:
-            issuer, client = params.get("iss", "?"), params.get("client_id", "?")
-            return _refused(
-                request,
-                f"Ringlab does not know this LMS ({exc}; issuer '{issuer}', client id '{client}'). "
-                "A Ringlab administrator registers it with `ringlab lti add-platform`.",
-            )
+    oidc, jar = adapter.login(params, secure=request.url.scheme == "https", session=session, now=utcnow())
+    oidc.pass_params_to_launch({"login": {k: params[k] for k in LOGIN_PARAMS if params.get(k)}})
+    try:
+        response = oidc.redirect(launch_url)
+    except OIDCException as exc:
+        issuer, client = params.get("iss", "?"), params.get("client_id", "?")
+        return _refused(
+            request,
+            f"Ringlab does not know this LMS ({exc}; issuer '{issuer}', client id '{client}'). "
+            "A Ringlab administrator registers it with `ringlab lti add-platform`.",
+        )
     return jar.apply(response)
 
 
 @router.post("/launch", response_class=HTMLResponse, name="lti_launch")
 async def launch(request: Request) -> Response:
     params = await _params(request)
-    from starlette.concurrency import run_in_threadpool
+    # Committed whatever the answer: a refused launch still spends its nonce, so it cannot be tried again.
+    async with writing(request) as session:
+        return await run_in_threadpool(_launch, request, params, session)
 
-    return await run_in_threadpool(_launch, request, params)
 
-
-def _launch(request: Request, params: dict[str, str]) -> Response:
-    from app.db import session_scope
-
+def _launch(request: Request, params: dict[str, str], session: Session) -> Response:
     now = utcnow()
-    with session_scope(request.app.state.sessionmaker) as session:
-        message, _, _ = adapter.launch(
-            params, dict(request.cookies), secure=request.url.scheme == "https", session=session, now=now
-        )
-        state = params.get("state", "")
-        if state and f"lti1p3-{state}" not in request.cookies:
-            return _new_window(request, message)
-        try:
-            message.validate()
-            launched = flow.accepted(message, session=session)
-            user = flow.people.user_of(launched.platform, launched.facts.sub, session=session)
-            step = flow.route(launched, user, session=session, now=now)
-        except LtiException as exc:
-            session.commit()  # the nonce stays used: the same launch cannot be tried again
-            return _refused(request, f"The LMS's launch was refused: {exc}")
-        except DomainError as exc:
-            session.commit()
-            return _refused(request, exc.message, exc.status_code)
-        response = RedirectResponse(step.location, status_code=303)
-        cookies.set_cookie(response, request, flow.LAUNCH_COOKIE, launched.launch_id, max_age=3600, embedded=True)
-        cookies.set_cookie(response, request, cookies.EMBEDDED, str(launched.platform.id), embedded=True)
-        if step.sign_in is not None:
-            _sign_in(request, response, step.sign_in, session, course_id=step.course_id)
-        return response
+    message, _, _ = adapter.launch(
+        params, dict(request.cookies), secure=request.url.scheme == "https", session=session, now=now
+    )
+    state = params.get("state", "")
+    if state and f"lti1p3-{state}" not in request.cookies:
+        return _new_window(request, message)
+    try:
+        message.validate()
+        launched = flow.accepted(message, session=session)
+        user = people.user_of(launched.platform, launched.facts.sub, session=session)
+        step = flow.route(launched, user, session=session, now=now)
+    except LtiException as exc:
+        return _refused(request, f"The LMS's launch was refused: {exc}")
+    except DomainError as exc:
+        return _refused(request, exc.message, exc.status_code)
+    response = RedirectResponse(step.location, status_code=303)
+    cookies.set_cookie(response, request, flow.LAUNCH_COOKIE, launched.launch_id, max_age=3600, embedded=True)
+    cookies.set_cookie(response, request, cookies.EMBEDDED, str(launched.platform.id), embedded=True)
+    if step.sign_in is not None:
+        _sign_in(request, response, step.sign_in, session, course_id=step.course_id)
+    return response
 
 
 def _new_window(request: Request, message: adapter.Launch) -> Response:

@@ -63,9 +63,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             except ContentError as exc:
                 # Keep serving what is already loaded; the problems are for the author.
                 log.error("content not synced, still serving the last good content:\n%s", exc)
-        sender = asyncio.create_task(lti_sender.run(app.state.sessionmaker, settings.lti_send_every))
+        app.state.lti_sender = asyncio.create_task(lti_sender.run(app.state.sessionmaker, settings.lti_send_every))
         yield
-        sender.cancel()
+        app.state.lti_sender.cancel()
         if app.state.writer_thread is not None:
             app.state.writer_thread.shutdown()
         engine.dispose()

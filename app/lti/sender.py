@@ -199,8 +199,8 @@ async def run(factory: sessionmaker[Session], every: float) -> None:
             if time.monotonic() - purged > 60:
                 await anyio.to_thread.run_sync(_purge, factory)
                 purged = time.monotonic()
-        except Exception:  # the database restarting, say: the next round tries again
-            log.exception("LTI scores: sending failed this round")
+        except Exception as exc:  # the database restarting, say: the next round tries again (no traceback)
+            log.warning("LTI scores: not sent this round (%s: %s)", type(exc).__name__, str(exc).splitlines()[0][:200])
         await asyncio.sleep(every)
 
 

@@ -30,7 +30,7 @@ def framed(request: Request) -> bool:
 def _attributes(*, framed: bool, https: bool) -> str:
     if framed:
         return "; Path=/; HttpOnly; SameSite=None; Secure; Partitioned"
-    return "; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if https else "")
+    return "; Path=/; HttpOnly; SameSite=lax" + ("; Secure" if https else "")
 
 
 def header_attributes(scope: Scope) -> str:

@@ -11,12 +11,9 @@ Ringlab fetches the platform's to check launches and posts scores to its gradebo
 from __future__ import annotations
 
 import re
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,85 +21,34 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-import uvicorn
-from sqlalchemy import Engine, func, select
-from sqlalchemy.orm import Session, sessionmaker
 
 from app.accounts.models import User
 from app.accounts.service import register
-from app.config import Settings
 from app.content.courses import DEFAULT_COURSE
 from app.courses import service as courses
 from app.courses.models import CourseRole
-from app.db import make_engine, make_sessionmaker, session_scope, utcnow
-from app.lti import registry
-from app.main import create_app
-from tests.conftest import BACKENDS, CONTENT_DIR, migrated_db_url
-from tests.lti.lms import Member, Platform
+from app.db import session_scope
+from tests.conftest import BACKENDS, migrated_db_url
+from tests.lti.live import Tool, serve
+from tests.lti.platform import Member, Platform
 
 INSTRUCTOR = ("prof", "instructor-password-1")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Tool:
-    """Ringlab, live: its base URL (on ``localhost``: another site than the platform's 127.0.0.1)."""
-
-    base: str
-    engine: Engine
-    factory: sessionmaker[Session]
-
-    def count(self, model: Any) -> int:
-        with session_scope(self.factory) as session:
-            return int(session.scalar(select(func.count()).select_from(model)) or 0)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def tool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tool]:
     url = migrated_db_url(request.param, request, f"lti_{uuid.uuid4().hex[:8]}")
-    data = tmp_path_factory.mktemp("lti")
-    settings = Settings(
-        database_url=url, data_dir=Path(data), content_dir=CONTENT_DIR, sync_content_on_start=False,
-        lti_send_every=0.2,
-    )  # fmt: skip
-    app = create_app(settings)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "Ringlab did not start"
-        time.sleep(0.05)
-    engine = make_engine(url)
-    factory = make_sessionmaker(engine)
-    with session_scope(factory) as session:
-        prof = register(*INSTRUCTOR, session=session)
-        courses.enroll(prof.id, DEFAULT_COURSE, CourseRole.instructor, session=session)
-    try:
-        yield Tool(f"http://localhost:{port}", engine, factory)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        engine.dispose()
+    with serve(url, Path(tmp_path_factory.mktemp("lti"))) as live:
+        with session_scope(live.factory) as session:
+            prof = register(*INSTRUCTOR, session=session)
+            courses.enroll(prof.id, DEFAULT_COURSE, CourseRole.instructor, session=session)
+        yield live
 
 
 @pytest.fixture(scope="module")
 def platform(tool: Tool) -> Iterator[Platform]:
     lms = Platform(tool.base).start()
-    with session_scope(tool.factory) as session:
-        registry.register(
-            registry.Registration(
-                lms.issuer, lms.client_id, lms.auth_login_url, lms.token_url, lms.jwks_url, [lms.deployment_id],
-                name="Test LMS",
-            ),
-            session=session, now=utcnow(),
-        )  # fmt: skip
+    tool.register(lms)
     try:
         yield lms
     finally:

@@ -13,7 +13,7 @@ from app.db import session_scope
 from app.lti.models import ContextLink, Identity, Outbox
 from app.lti.models import Platform as LtiPlatform
 from tests.lti.conftest import Agent, Tool, form_action, launch, users
-from tests.lti.lms import LEARNER, Member, Platform
+from tests.lti.platform import LEARNER, Member, Platform
 
 pytestmark = pytest.mark.postgres
 

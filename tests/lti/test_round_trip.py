@@ -22,8 +22,8 @@ from app.labs.models import Submission, SubmissionStatus
 from app.lti import sender
 from app.lti.models import ContextLink, Identity, Outbox, OutboxStatus
 from tests.lti.conftest import INSTRUCTOR, LATER, Agent, Tool, eventually, form_action, launch
-from tests.lti.lms import CONTENT_DEVELOPER, LEARNER, Member, Platform
-from tests.lti.lms import INSTRUCTOR as INSTRUCTOR_ROLE
+from tests.lti.platform import CONTENT_DEVELOPER, LEARNER, Member, Platform
+from tests.lti.platform import INSTRUCTOR as INSTRUCTOR_ROLE
 
 pytestmark = pytest.mark.postgres
 

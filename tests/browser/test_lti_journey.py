@@ -12,9 +12,8 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.lti.models import ContextLink, Identity
 from app.lti.models import Platform as LtiPlatform
-from tests.browser.conftest import browser  # noqa: F401 (the session's Chromium)
-from tests.lti.conftest import Tool
-from tests.lti.lms import LEARNER, Member, Platform
+from tests.lti.conftest import Tool, platform, tool  # noqa: F401 (the live Ringlab and LMS of tests/lti)
+from tests.lti.platform import LEARNER, Member, Platform
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +21,7 @@ GRACE = Member("lms-grace-b", "Grace Brewster", "Grace", "Brewster", "gb@example
 
 
 @pytest.fixture
-def connected(tool: Tool, platform: Platform) -> Iterator[None]:
+def connected(tool: Tool, platform: Platform) -> Iterator[None]:  # noqa: F811 (the imported fixtures)
     with session_scope(tool.factory) as session:
         lms = session.scalars(select(LtiPlatform)).one()
         if session.scalars(select(ContextLink)).first() is None:
@@ -34,9 +33,9 @@ def connected(tool: Tool, platform: Platform) -> Iterator[None]:
 
 @pytest.mark.parametrize("tool", ["sqlite"], indirect=True)  # the browser's part; both databases: test_round_trip
 def test_a_student_launches_ringlab_inside_the_lms_page(
-    browser: Browser,  # noqa: F811
-    tool: Tool,
-    platform: Platform,
+    browser: Browser,
+    tool: Tool,  # noqa: F811
+    platform: Platform,  # noqa: F811
     connected: None,
 ) -> None:
     context = browser.new_context()

@@ -233,8 +233,18 @@ class Connector(ServiceConnector):
     _tokens: ClassVar[dict[str, tuple[str, float]]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
+    _local: ClassVar[threading.local] = threading.local()
+
     def __init__(self, registration: Registration, requests_session: requests.Session | None = None):
-        super().__init__(registration, requests_session or TimeoutSession())
+        super().__init__(registration, requests_session or self._session())
+
+    @classmethod
+    def _session(cls) -> requests.Session:
+        """One HTTP session per thread: connections to an LMS are kept alive between scores."""
+        session = getattr(cls._local, "session", None)
+        if session is None:
+            session = cls._local.session = TimeoutSession()
+        return session
 
     def _scope_key(self, scopes: Any) -> str:
         parts = [self._registration.get_issuer() or "", self._registration.get_client_id() or "", *sorted(scopes)]

@@ -8,6 +8,7 @@ deep-linking responses ten), so a platform that cached the old set still verifie
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
@@ -68,7 +69,12 @@ def published(*, session: Session, now: datetime) -> dict[str, list[dict[str, An
 
 
 def public_pem(key: ToolKey) -> str:
-    private = serialization.load_pem_private_key(key.private_pem.encode(), password=None)
+    return _public_pem(key.private_pem)
+
+
+@lru_cache(maxsize=8)
+def _public_pem(private_pem: str) -> str:
+    private = serialization.load_pem_private_key(private_pem.encode(), password=None)
     return (
         private.public_key()
         .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)

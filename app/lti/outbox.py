@@ -7,6 +7,7 @@ student and column, so a burst of submissions sends only the latest score. ``app
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 
 from sqlalchemy import select
@@ -16,6 +17,9 @@ from app.db import insert_for
 from app.lti.models import ContextLink, Identity, Outbox, OutboxStatus
 
 GRADED = ("quiz", "lab")
+# Set when this process owes a score: its sender (app.lti.sender.run) wakes at once instead of at its next
+# round. Another process's changes (a grading worker's) wait for the round.
+WAKE = threading.Event()
 
 
 def score_changed(user_id: int, course_id: str, kind: str, item_id: str, *, session: Session, now: datetime) -> int:
@@ -29,6 +33,8 @@ def score_changed(user_id: int, course_id: str, kind: str, item_id: str, *, sess
     ).all()
     for context_pk in contexts:
         owe(context_pk, f"{kind}:{item_id}", user_id, session=session, now=now)
+    if contexts:
+        WAKE.set()
     return len(contexts)
 
 

@@ -20,7 +20,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope, utcnow
-from app.lti import adapter, scores
+from app.lti import adapter, outbox, scores
 from app.lti.contexts import bind_line_item
 from app.lti.models import ContextLink, Identity, LineItem, Outbox, OutboxStatus, Platform
 
@@ -183,7 +183,6 @@ def resend(context_pk: int, resource: str, *, session: Session, now: datetime) -
 async def run(factory: sessionmaker[Session], every: float) -> None:
     """The web process's sender: ``drain`` every ``every`` seconds, in a thread, for as long as the app runs;
     once a minute it also clears expired launch state (OIDC states, unused nonces, finished launches)."""
-    import asyncio
     import time
 
     import anyio.to_thread
@@ -201,7 +200,21 @@ async def run(factory: sessionmaker[Session], every: float) -> None:
                 purged = time.monotonic()
         except Exception as exc:  # the database restarting, say: the next round tries again (no traceback)
             log.warning("LTI scores: not sent this round (%s: %s)", type(exc).__name__, str(exc).splitlines()[0][:200])
-        await asyncio.sleep(every)
+        await _until_woken(every)
+
+
+async def _until_woken(every: float) -> None:
+    """Sleep ``every`` seconds, or less when this process owes a new score (``outbox.WAKE``)."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + every
+    while time.monotonic() < deadline:
+        if outbox.WAKE.is_set():
+            outbox.WAKE.clear()
+            await asyncio.sleep(0.05)  # the request that owed it commits as its response goes
+            return
+        await asyncio.sleep(min(0.05, every))
 
 
 def _purge(factory: sessionmaker[Session]) -> None:

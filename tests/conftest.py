@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -100,6 +102,32 @@ def migrated_db_url(backend: str, request: pytest.FixtureRequest, name: str) -> 
     return url
 
 
+# Per backend and test process: a database migrated and synced once, on first use, that no test opens; the
+# databases of migrated_copy_url are copies of it.
+_TEMPLATES: dict[str, str] = {}
+
+
+def migrated_copy_url(backend: str, request: pytest.FixtureRequest, name: str) -> str:
+    """A fresh database on ``backend`` holding what ``migrated_db_url`` makes, for a fraction of its cost.
+
+    Migrating and syncing the content take seconds; a copy of a database that went through them once (per
+    backend and test process) takes a fraction of one: SQLite's own backup of the file, or PostgreSQL's
+    ``CREATE DATABASE ... TEMPLATE``. The copy is a database of its own: the template is never written to.
+    """
+    if backend not in _TEMPLATES:
+        _TEMPLATES[backend] = migrated_db_url(backend, request, "ringlab_template")
+    if backend == "postgresql":
+        cluster: PostgresCluster = request.getfixturevalue("postgres")
+        return cluster.create_database(name, template="ringlab_template")
+    url = make_db_url(backend, request, name)
+    with (
+        closing(sqlite3.connect(_TEMPLATES[backend].removeprefix("sqlite:///"))) as template,
+        closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as copy,
+    ):
+        template.backup(copy)
+    return url
+
+
 # One migrated, synced database per backend per test process, made on first use.
 _SHARED: dict[str, str] = {}
 
@@ -112,7 +140,7 @@ def db_url(request: pytest.FixtureRequest) -> str:
     backend, so this fixture is set up again at every switch (twice a file), and migrating and syncing
     the content each time cost a few seconds."""
     if request.param not in _SHARED:
-        _SHARED[request.param] = migrated_db_url(request.param, request, "ringlab_test")
+        _SHARED[request.param] = migrated_copy_url(request.param, request, "ringlab_test")
     return _SHARED[request.param]
 
 

@@ -72,9 +72,9 @@ class PostgresCluster:
         with contextlib.suppress(RuntimeError):
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
-    def create_database(self, name: str) -> str:
-        """Create database ``name`` and return its SQLAlchemy URL."""
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """Create database ``name`` (a copy of database ``template``, if given) and return its SQLAlchemy URL."""
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user=ringlab dbname=postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         return f"postgresql+psycopg://ringlab@127.0.0.1:{self.port}/{name}"

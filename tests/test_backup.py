@@ -29,7 +29,7 @@ from app.backup import BackupError, backup, restore
 from app.content.records import Card, Lab, Quiz
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.migrate import upgrade
-from tests.conftest import BACKENDS, REPO, make_db_url, migrated_db_url
+from tests.conftest import BACKENDS, REPO, make_db_url, migrated_copy_url
 from tests.factories import PASSWORD, make_attempt, make_reviews, make_submission
 from tests.pg import PostgresCluster
 
@@ -106,7 +106,7 @@ class Writer(threading.Thread):
 @pytest.fixture
 def source(backend: str, request: pytest.FixtureRequest) -> Iterator[tuple[str, Engine, Content, str]]:
     """A migrated database with content, an instructor signed up the real way and a few students."""
-    url = migrated_db_url(backend, request, "backup_source")
+    url = migrated_copy_url(backend, request, "backup_source")
     engine = make_engine(url)
     password_hash = hasher().hash(PASSWORD)
     with session_scope(make_sessionmaker(engine)) as session:
@@ -238,7 +238,7 @@ def test_backup_mid_load_restores_the_database_as_of_one_moment(
 
 @pytest.mark.skipif("postgresql" not in BACKENDS, reason="RINGLAB_TEST_BACKENDS leaves out PostgreSQL")
 def test_postgresql_backup_without_pg_dump_says_which_package(request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    url = migrated_db_url("postgresql", request, "backup_no_client")
+    url = migrated_copy_url("postgresql", request, "backup_no_client")
     bare = tmp_path / "bin"  # a PATH with no PostgreSQL tools on it
     bare.mkdir()
     done = ringlab("db", "backup", str(tmp_path / "x.backup"), url=url, path=str(bare))

@@ -1,25 +1,30 @@
-"""The ringlab command, run as a user would: a real subprocess."""
+"""The ringlab command, run as a user would.
+
+`ringlab content check`, which answers before the command-line framework is loaded (``app.cli.main``), runs as a
+real subprocess: its exit status and output cross the process boundary. The others run in this process from
+the same entry point (``tests.cli``), each on its own fresh SQLite file.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli import ringlab
 from tests.content.factories import QUIZ, write_tree
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def ringlab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=120
-    )
+def ringlab_process(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
 def test_content_check_passes_on_the_repository() -> None:
-    done = ringlab("content", "check")
+    done = ringlab_process("content", "check")
     assert done.returncode == 0, done.stderr
     labs = len(list((REPO / "content" / "labs").glob("*/lab.yaml")))  # grows as labs are authored
     assert f"2 quizzes (40 questions), 2 exercise sets (51 exercises), 1 decks (89 cards), {labs} labs" in done.stdout
@@ -29,7 +34,7 @@ def test_content_check_passes_on_the_repository() -> None:
 def test_content_check_lists_problems_and_exits_non_zero(tmp_path: Path) -> None:
     bad = QUIZ.replace("answer: B", "answer: X").replace("title: Tiny quiz", "title: Tiny quiz\nmood: happy")
     root = write_tree(tmp_path / "content", **{"quizzes/tiny-quiz.yaml": bad})
-    done = ringlab("content", "check", str(root))
+    done = ringlab_process("content", "check", str(root))
     assert done.returncode == 1
     assert "quizzes/tiny-quiz.yaml:3: unknown field 'mood'" in done.stderr
     assert "Traceback" not in done.stderr
@@ -55,8 +60,6 @@ def test_content_export_json_shape() -> None:
 
 
 def test_db_upgrade_and_sync_on_a_fresh_sqlite_file(tmp_path: Path) -> None:
-    import os
-
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.sqlite3'}"}
     assert ringlab("db", "upgrade", env=env).returncode == 0
     first = ringlab("content", "sync", env=env)
@@ -67,8 +70,6 @@ def test_db_upgrade_and_sync_on_a_fresh_sqlite_file(tmp_path: Path) -> None:
 
 
 def test_users_create_instructor_then_refuses_a_duplicate(tmp_path: Path) -> None:
-    import os
-
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'users.sqlite3'}"}
     assert ringlab("db", "upgrade", env=env).returncode == 0
     made = ringlab("users", "create", "prof", "--role", "instructor", "--password", "a-long-password", env=env)
@@ -80,8 +81,6 @@ def test_users_create_instructor_then_refuses_a_duplicate(tmp_path: Path) -> Non
 
 
 def test_users_accommodate_grants_shows_changes_and_removes_extra_time(tmp_path: Path) -> None:
-    import os
-
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'acc.sqlite3'}", "RINGLAB_PASSWORD": "a-long-password"}
     assert ringlab("db", "upgrade", env=env).returncode == 0
     assert ringlab("users", "create", "ada", env=env).returncode == 0

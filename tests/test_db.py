@@ -11,13 +11,13 @@ from sqlalchemy import Engine, func, select, update
 
 from app.accounts.models import User
 from app.db import NOWAIT, ReadOnlySession, WriterBusy, make_engine, make_sessionmaker, session_scope
-from tests.conftest import backend_of, migrated_db_url
+from tests.conftest import backend_of, migrated_copy_url
 from tests.factories import make_user
 
 
 @pytest.fixture(scope="module")
 def db_engine(db_url: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
-    engine = make_engine(migrated_db_url(backend_of(db_url), request, "sessions"))
+    engine = make_engine(migrated_copy_url(backend_of(db_url), request, "sessions"))
     yield engine
     engine.dispose()
 
@@ -93,7 +93,7 @@ def test_writers_of_one_process_take_turns_without_busy_errors(db_engine: Engine
 
 def test_a_sqlite_writer_that_would_not_wait_gets_writer_busy(request: pytest.FixtureRequest) -> None:
     """NOWAIT (SQLite's file lock): the web process's inline writes give way at once to a writer in progress."""
-    db_engine = make_engine(migrated_db_url("sqlite", request, "nowait"))
+    db_engine = make_engine(migrated_copy_url("sqlite", request, "nowait"))
     request.addfinalizer(db_engine.dispose)
     writers = make_sessionmaker(db_engine)
     with session_scope(writers) as holder:

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from app.migrate import upgrade
 from app.quizzes.models import QuizAccommodation, QuizAnswer
 from app.reports import service as reports
 from app.reports.models import ProblemReport
+from tests.cli import ringlab as run_ringlab
 from tests.factories import (
     api_token,
     csrf_token,
@@ -41,7 +41,6 @@ from tests.factories import (
 
 NAME = "zephyrine"  # distinctive: it appears in a page only where her account is shown
 QUIZ, LAB, EX, PART = "ch35-quiz", "ring-allreduce", "ex-26-20", "bert-break-even"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def references(session: Session, user_id: int) -> dict[str, int]:
@@ -248,8 +247,7 @@ def test_ringlab_users_delete(tmp_path: Path) -> None:
     env = {**os.environ, "DATABASE_URL": url}
 
     def ringlab(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "app", "users", "delete", *args]
-        return subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env, input=stdin, timeout=120)
+        return run_ringlab("users", "delete", *args, env=env, input=stdin)
 
     kept = ringlab(NAME, stdin="n\n")  # asked first, and a no keeps it
     assert kept.returncode == 1 and f"{NAME} (account #2) and everything it made: users 1" in kept.stdout

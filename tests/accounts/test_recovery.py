@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from app.accounts import recovery
 from app.accounts.models import ApiToken, AuthSession, PasswordReset, Role, User
 from app.accounts.service import digest, hasher
 from app.db import make_engine, make_sessionmaker, utcnow
-from tests.conftest import REPO
+from tests.cli import ringlab as run_ringlab
 from tests.factories import PASSWORD, api_token, csrf_token, make_user, sign_in
 
 NEW = "a-brand-new-password"
@@ -179,9 +178,7 @@ def test_the_terminal_prints_a_link_that_works(tmp_path: Path) -> None:
     env = {**os.environ, "DATABASE_URL": url, "RINGLAB_PASSWORD": PASSWORD}
 
     def ringlab(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "app", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
-        )
+        return run_ringlab(*args, env=env)
 
     assert ringlab("db", "upgrade").returncode == 0
     assert ringlab("users", "create", "cli-user").returncode == 0

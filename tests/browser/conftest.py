@@ -1,7 +1,8 @@
 """A real server and a real Chromium for the journeys a person takes.
 
 The app runs under uvicorn in a subprocess on a free local port, with its own
-SQLite file, exactly as `ringlab serve` runs it. Debian's Chromium is driven
+SQLite file, exactly as `ringlab serve` runs it (the `ringlab` commands that make
+its database and staff first run in the test process). Debian's Chromium is driven
 by Playwright; a failing test leaves a screenshot in test-artifacts/.
 """
 
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.cli import ringlab
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("RINGLAB_CHROMIUM", "/usr/bin/chromium")
@@ -52,19 +55,19 @@ def server_env(data: Path, **extra: str) -> dict[str, str]:
 def serve(data: Path, **extra: str) -> Iterator[str]:
     """`ringlab serve` on a free port with its own database in ``data``; yields its base URL."""
     env = server_env(data, **extra)
-    run = [sys.executable, "-m", "app"]
-    subprocess.run([*run, "db", "upgrade"], cwd=REPO, env=env, check=True, capture_output=True)
-    subprocess.run(
-        [*run, "users", "create", INSTRUCTOR[0], "--role", "instructor", "--password", INSTRUCTOR[1]],
-        cwd=REPO, env=env, check=True, capture_output=True,
-    )  # fmt: skip
-    subprocess.run(
-        [*run, "users", "create", ADMIN[0], "--admin", "--password", ADMIN[1]],
-        cwd=REPO, env=env, check=True, capture_output=True,
-    )  # fmt: skip
+    # Its database and staff, made by the `ringlab` commands in this process (tests.cli); then the server itself.
+    for command in (
+        ["db", "upgrade"],
+        ["users", "create", INSTRUCTOR[0], "--role", "instructor", "--password", INSTRUCTOR[1]],
+        ["users", "create", ADMIN[0], "--admin", "--password", ADMIN[1]],
+    ):
+        done = ringlab(*command, env=env)
+        assert done.returncode == 0, f"ringlab {' '.join(command)}: {done.stderr}"
     port = _free_port()
     log = open(data / "server.log", "w")  # noqa: SIM115 - open for the server's whole life
-    proc = subprocess.Popen([*run, "serve", "--port", str(port)], cwd=REPO, env=env, stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)], cwd=REPO, env=env, stdout=log, stderr=log
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:

@@ -2,10 +2,11 @@
 
 axe-core comes from npm (package.json) and is read from node_modules/ by this test only: the app
 never serves it, and the pages' CSP allows no script but the app's own, so the browser context
-bypasses the CSP to inject it. Each page is checked against every rule in the light theme, then the
-student's own "Dark theme" button switches it and the rules that depend on colour run again: the
-other rules read the markup, which the theme does not change. Reduced motion is on, as Pico then
-drops its transitions, so no colour is measured halfway through the switch.
+bypasses the CSP and adds it to every page it opens, as an init script (handed to the browser once,
+not sent over again for each page checked). Each page is checked against every rule in the light
+theme, then the student's own "Dark theme" button switches it and the rules that depend on colour
+run again: the other rules read the markup, which the theme does not change. Reduced motion is on,
+as Pico then drops its transitions, so no colour is measured halfway through the switch.
 
 The data the pages show (a quiz in progress and a submitted one, a solved exercise part, a lab
 submission the server's worker grades) is made once through the JSON API; a wrong answer, a
@@ -87,8 +88,7 @@ def student(server: str) -> Student:
 
 
 def _violations(page: Page, exclude: str | None = None, *, colours_only: bool = False) -> list[dict[str, Any]]:
-    if not page.evaluate("typeof window.axe === 'object'"):
-        page.add_script_tag(path=str(AXE))
+    assert page.evaluate("typeof window.axe === 'object'"), f"axe-core is not loaded in {page.url}"
     context = "document" if exclude is None else f"{{exclude: [{exclude!r}]}}"
     run_only = f"{{type: 'rule', values: {COLOUR_RULES!r}}}" if colours_only else f"{{type: 'tag', values: {TAGS!r}}}"
     # resultTypes: only violations are listed in full, which makes a run on a long page quicker.
@@ -153,6 +153,7 @@ def context(browser: Browser, server: str) -> Iterator[BrowserContext]:
     # The system's preference and the choice theme.js remembers agree: every page opens light.
     context = browser.new_context(base_url=server, bypass_csp=True, color_scheme="light", reduced_motion="reduce")
     context.add_init_script("try { localStorage.setItem('ringlab-theme', 'light') } catch (e) {}")
+    context.add_init_script(path=str(AXE))
     yield context
     context.close()
 
@@ -383,7 +384,6 @@ def test_status_colours_pass_contrast_on_the_page_and_on_a_card(context: Browser
             " `<section id=swatches>${html}<article>${html}</article></section>`)",
             html,
         )
-        page.add_script_tag(path=str(AXE))
         for theme in ("light", "dark"):
             if theme == "dark":
                 _switch_theme(page, "dark")

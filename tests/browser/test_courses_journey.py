@@ -3,21 +3,20 @@
 The server reads a content directory holding the repository's quizzes, exercises, decks and labs
 beside two `courses/<id>/course.yaml` files that assign the same quiz with different due dates and
 attempts; it syncs them as it starts. Its staff and section B's join code are made with the `ringlab`
-command, as an operator would. Screenshots of each screen go to test-artifacts/.
+command, as an operator would (in the test process: tests.cli). Screenshots of each screen go to test-artifacts/.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import ARTIFACTS, REPO, serve, server_env
+from tests.browser.conftest import ARTIFACTS, serve, server_env
+from tests.cli import ringlab
 from tests.conftest import CONTENT_DIR
 
 pytestmark = pytest.mark.browser
@@ -43,7 +42,7 @@ B_DUE = "15 Jan 2027, 09:00 UTC"
 
 
 def _ringlab(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "app", *args], cwd=REPO, env=env, capture_output=True, text=True)
+    done = ringlab(*args, env=env)
     assert done.returncode == 0, f"ringlab {' '.join(args)}: {done.stderr}"
     return done.stdout.strip()
 

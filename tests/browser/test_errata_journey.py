@@ -1,13 +1,12 @@
 """A corrected key reaches a student who already sat the quiz: in a real Chromium, against a server
 that first serves Module 202 as its source keyed it (question 23: D) and is then synced with the
-corrected content by `ringlab content sync`, as a course upgrading its server would."""
+corrected content by `ringlab content sync` (run in the test process: tests.cli), as a course upgrading its
+server would."""
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,8 @@ import pytest
 import yaml
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import INSTRUCTOR, REPO, serve, server_env, sign_up
+from tests.browser.conftest import INSTRUCTOR, serve, server_env, sign_up
+from tests.cli import ringlab
 from tests.conftest import CONTENT_DIR
 
 pytestmark = pytest.mark.browser
@@ -75,10 +75,8 @@ def test_a_student_who_chose_c_on_question_23_gains_the_point(
     expect(page.get_by_test_id("score")).to_have_text("0/25")  # C was marked wrong against the source's D
 
     shutil.copy(CONTENT_DIR / QUIZ, content / QUIZ)  # the corrected quiz
-    sync = subprocess.run(
-        [sys.executable, "-m", "app", "content", "sync", str(content)],
-        cwd=REPO, env=server_env(data), capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    sync = ringlab("content", "sync", str(content), env=server_env(data))
+    assert sync.returncode == 0, sync.stderr
     assert "rescored 1 quiz attempt" in sync.stdout
 
     # The instructor sees the report, that the key changed since and the sync's re-score, and answers.

@@ -1,11 +1,13 @@
-"""`ringlab courses` and `ringlab users create`'s course options, run as an operator would: real subprocesses
-on a fresh SQLite database, checked in the database afterwards."""
+"""`ringlab courses` and `ringlab users create`'s course options, run as an operator would (from the command's
+entry point, in this process: ``tests.cli``) on a fresh SQLite database, checked in the database afterwards."""
 
 from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -17,17 +19,32 @@ from app.cli.courses import RoleChoice
 from app.content.records import Course
 from app.courses.models import AuditEntry, CourseRole, Enrollment
 from app.db import make_engine
-from tests.test_cli import ringlab
+from tests.cli import ringlab
+
+
+def environment(path: Path) -> dict[str, str]:
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{path}"}
+    env["RINGLAB_PASSWORD"] = "a-long-password"
+    env.pop("RINGLAB_JOIN_CODE", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty database made by `ringlab db upgrade`, once: each test starts from a copy of it."""
+    path = tmp_path_factory.mktemp("courses-cli") / "migrated.sqlite3"
+    done = ringlab("db", "upgrade", env=environment(path))
+    assert done.returncode == 0, done.stderr
+    return path
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'courses.sqlite3'}"}
-    env["RINGLAB_PASSWORD"] = "a-long-password"
-    env.pop("RINGLAB_JOIN_CODE", None)
-    done = ringlab("db", "upgrade", env=env)
-    assert done.returncode == 0, done.stderr
-    return env
+def env(migrated: Path, tmp_path: Path) -> dict[str, str]:
+    path = tmp_path / "courses.sqlite3"
+    # SQLite's own backup: the whole database, whatever its write-ahead log still held.
+    with closing(sqlite3.connect(migrated)) as source, closing(sqlite3.connect(path)) as copy:
+        source.backup(copy)
+    return environment(path)
 
 
 @pytest.fixture

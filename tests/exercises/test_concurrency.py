@@ -10,14 +10,14 @@ from sqlalchemy import Engine, func, select
 from app.db import make_engine, make_sessionmaker, session_scope, utcnow
 from app.exercises import progress
 from app.exercises.models import ExerciseNote, PartAnswer, PartProgress
-from tests.conftest import backend_of, migrated_db_url
+from tests.conftest import backend_of, migrated_copy_url
 from tests.factories import make_user
 from tests.quizzes.test_concurrency import THREADS, run_together
 
 
 @pytest.fixture(scope="module")
 def race_engine(db_url: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
-    engine = make_engine(migrated_db_url(backend_of(db_url), request, "exercise_race"))
+    engine = make_engine(migrated_copy_url(backend_of(db_url), request, "exercise_race"))
     yield engine
     engine.dispose()
 

@@ -26,7 +26,7 @@ from app.labs import queue
 from app.labs.catalog import PublishedLab, get_lab
 from app.labs.queue import Capacity
 from app.labs.settings import LabSettings
-from tests.conftest import BACKENDS, CONTENT_DIR, migrated_db_url
+from tests.conftest import BACKENDS, CONTENT_DIR, migrated_copy_url
 from tests.factories import csrf_token, make_user, sign_in
 
 HX = {"HX-Request": "true"}
@@ -112,7 +112,7 @@ def unique(prefix: str) -> str:
 @pytest.fixture(scope="session", params=BACKENDS)
 def live_url(request: pytest.FixtureRequest) -> str:
     """A migrated database with content, committed for real (not rolled back)."""
-    return migrated_db_url(request.param, request, "ringlab_labs_live")
+    return migrated_copy_url(request.param, request, "ringlab_labs_live")
 
 
 @pytest.fixture

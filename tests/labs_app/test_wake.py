@@ -16,14 +16,14 @@ from app.db import make_engine, make_sessionmaker, session_scope, utcnow
 from app.labs import catalog, queue, service, wake
 from app.labs.models import Submission, SubmissionStatus
 from app.labs.settings import LabSettings
-from tests.conftest import BACKENDS, migrated_db_url
+from tests.conftest import BACKENDS, migrated_copy_url
 from tests.factories import make_user, student_principal
 from tests.labs_app.conftest import capacity, unique
 
 
 @pytest.fixture(params=BACKENDS)
 def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
-    engine = make_engine(migrated_db_url(request.param, request, "wake"))
+    engine = make_engine(migrated_copy_url(request.param, request, "wake"))
     yield engine
     engine.dispose()
 

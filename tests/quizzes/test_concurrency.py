@@ -15,7 +15,7 @@ from app.db import make_engine, make_sessionmaker, session_scope, utcnow
 from app.errors import DomainError
 from app.quizzes import attempts
 from app.quizzes.models import QuizAnswer
-from tests.conftest import backend_of, migrated_db_url
+from tests.conftest import backend_of, migrated_copy_url
 from tests.factories import make_user
 
 THREADS = 8
@@ -23,7 +23,7 @@ THREADS = 8
 
 @pytest.fixture(scope="module")
 def race_engine(db_url: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
-    engine = make_engine(migrated_db_url(backend_of(db_url), request, "quiz_race"))
+    engine = make_engine(migrated_copy_url(backend_of(db_url), request, "quiz_race"))
     yield engine
     engine.dispose()
 

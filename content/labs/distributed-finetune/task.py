@@ -16,7 +16,7 @@ import torch.nn.functional as F
 VOCAB, DIM, HEADS, LAYERS, CONTEXT = 32, 32, 2, 2, 16
 LOCAL_BATCH = 2  # sequences per rank per micro-batch (the DataLoader's batch_size)
 ACCUMULATION = 2  # micro-batches per optimizer step
-EPOCHS = 3
+EPOCHS = 2
 BASE_LR = 3e-3  # the peak learning rate for ONE rank; scale it linearly with the world size
 WARMUP_STEPS = 2  # optimizer steps of linear warmup
 MIN_LR_RATIO = 0.1  # the cosine decays to MIN_LR_RATIO x the peak at the last step
@@ -25,16 +25,16 @@ EVAL_SEQUENCES = 16
 
 
 class Block(torch.nn.Module):
-    """A pre-norm transformer block: causal self-attention, then a GELU MLP (2 x DIM wide)."""
+    """A pre-norm transformer block without biases: causal self-attention, then a GELU MLP (2 x DIM wide)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.norm1 = torch.nn.LayerNorm(DIM)
-        self.qkv = torch.nn.Linear(DIM, 3 * DIM)
-        self.proj = torch.nn.Linear(DIM, DIM)
-        self.norm2 = torch.nn.LayerNorm(DIM)
-        self.fc1 = torch.nn.Linear(DIM, 2 * DIM)
-        self.fc2 = torch.nn.Linear(2 * DIM, DIM)
+        self.norm1 = torch.nn.LayerNorm(DIM, bias=False)
+        self.qkv = torch.nn.Linear(DIM, 3 * DIM, bias=False)
+        self.proj = torch.nn.Linear(DIM, DIM, bias=False)
+        self.norm2 = torch.nn.LayerNorm(DIM, bias=False)
+        self.fc1 = torch.nn.Linear(DIM, 2 * DIM, bias=False)
+        self.fc2 = torch.nn.Linear(2 * DIM, DIM, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
@@ -54,7 +54,7 @@ class LanguageModel(torch.nn.Module):
         self.token_embedding = torch.nn.Embedding(VOCAB, DIM)
         self.position_embedding = torch.nn.Embedding(CONTEXT, DIM)
         self.blocks = torch.nn.ModuleList(Block() for _ in range(LAYERS))
-        self.norm = torch.nn.LayerNorm(DIM)
+        self.norm = torch.nn.LayerNorm(DIM, bias=False)
         self.head = torch.nn.Linear(DIM, VOCAB, bias=False)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -434,7 +434,7 @@ def _resume_wrong(facts: Facts, k: int, g: GroupRun, want: dict[str, Any]) -> st
             f" (CHECKPOINT_EVERY = {want['every']}), so it should continue with step {want['newest'] + 1}"
         )
     by_step = {r["step"]: r for r in before}
-    if any(s not in by_step for s in range(first_step, want["kill"])):
+    if any(s not in by_step for s in range(int(first_step), want["kill"])):
         logged = f"steps up to {before[-1]['step']}" if before else "no step"
         return (
             f"the launch before the kill logged {logged}, not up to {want['kill'] - 1}, so the relaunch cannot be"

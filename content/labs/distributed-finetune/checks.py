@@ -16,8 +16,6 @@ here), the relaunch's against the killed launch's and the reference, and what ea
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
@@ -25,19 +23,18 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, GroupRun, Outcome, Phase, load_public, load_trusted, result, tallies
+from labs.authoring import Case, Facts, GroupRun, Outcome, Phase, load_public, load_trusted, tallies
+
+launches = load_trusted(__file__, "launches")  # reading what a launch left: its log, how it ended
 
 SIZE = 32  # sequences in the corpus: whole micro-batches and steps at 1 and 2 ranks
-LOSS_RTOL = 1e-4  # bf16 rounding order (gloo's sums, an unsynced accumulation) moved losses by < 1e-6 (measured)
 PPL_RTOL = 1e-4
-LR_RTOL = 1e-9
 SAME_RTOL = 1e-5  # a resumed launch against the same world size's uninterrupted one (bitwise equal when right)
 NO_CHECKPOINT = 1000  # CHECKPOINT_EVERY of the uninterrupted launches: past the last step, so they save none
 RESUME_AT = 2  # the world size of the killed launch and its relaunch
 OVERLAP = 2  # steps the killed launch logs after its newest checkpoint: the relaunch logs them again
 EVERY = (3, 4, 5)  # the CHECKPOINT_EVERY drawn from (at least OVERLAP + 1: no checkpoint between it and the kill)
 LOG_LINE = re.compile(r"^step \d+", re.MULTILINE)
-METRICS, RELAUNCH = "metrics.jsonl", "relaunch.jsonl"  # METRICS_PATH's name: a launch's, the relaunch's
 
 
 # One thread: the two references of a grading run one after the other, on the core the 1-rank launch leaves free.
@@ -68,7 +65,7 @@ def _draw(gen: torch.Generator, low: int, high: int) -> int:
     return int(torch.randint(low, high + 1, (1,), generator=gen))
 
 
-def _env(folder: str, seed: int, every: int, metrics: str = METRICS) -> dict[str, Any]:
+def _env(folder: str, seed: int, every: int, metrics: str = launches.METRICS) -> dict[str, Any]:
     return {
         "SEED": seed,
         "CORPUS_SIZE": SIZE,
@@ -121,7 +118,7 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     killed = Phase("killed launch", n, [_case("trajectory", label, first, before)], expect_crash=True, shares_dir=True)
     out.append(killed)
     want = _Want(full, folder=folder, seed=seed, world_size=n, newest=newest, kill=kill, total=total, every=every)
-    again = [{"env": _env(folder, seed, every, RELAUNCH)} for _ in range(n)]
+    again = [{"env": _env(folder, seed, every, launches.RELAUNCH)} for _ in range(n)]
     label = f"relaunched on {n} ranks after a kill at step {kill}"
     out.append(Phase("relaunch", n, [_case("resume", label, again, want)], shares_dir=True))
     return out
@@ -130,59 +127,6 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
 def _case(check: str, label: str, inputs: list[dict[str, Any]], want: dict[str, Any]) -> Case:
     """One run of the script on every rank; ``expected[0]`` holds what the rules need (never compared whole)."""
     return Case(check=check, fn="main", driver="run", label=label, inputs=inputs, expected=[want] * len(inputs))
-
-
-# --- reading what a launch left ----------------------------------------------------------------------------
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(nothing on stderr)"
-
-
-def _ended(g: GroupRun) -> str | None:
-    """Why a launch that should have finished (or, killed, should have been killed) did not, or None."""
-    if g.status is None:
-        return "not run: an earlier launch ended the grading"
-    got = result(g, 0, 0)
-    if isinstance(got, dict) and got.get("exit") not in ((None, 0) if g.expect_crash else (0,)):
-        return f"rank 0's script exited with status {got.get('exit')}: {_last_line(got.get('stderr', ''))}"
-    if g.expect_crash:
-        return None if g.status == "crashed" else f"the launch to be killed was not: {g.status}"
-    if g.status != "ok":
-        ended = {"deadlock": "the ranks hung (deadlock)", "time_limit": "the time limit ran out"}
-        return f"the launch ended early: {ended.get(g.status, g.status)}"
-    return None
-
-
-def _metrics(g: GroupRun, folder: str, name: str = METRICS) -> tuple[list[dict[str, float]], float | None, str | None]:
-    """(the step records, the perplexity, a problem) of METRICS_PATH as the launch left it."""
-    data = g.files.get(f"{folder}/{name}")
-    if data is None:
-        return [], None, (_ended(g) or "") + ("; " if _ended(g) else "") + "METRICS_PATH was never written"
-    records: list[dict[str, float]] = []
-    perplexity = None
-    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if "perplexity" in row:
-                perplexity = float(row["perplexity"])
-            else:
-                records.append({"step": int(row["step"]), "loss": float(row["loss"]), "lr": float(row["lr"])})
-        except (ValueError, KeyError, TypeError):
-            return (
-                records,
-                perplexity,
-                f"line {number} of METRICS_PATH is not a record as the statement says: {line[:120]!r}",
-            )
-    steps = [r["step"] for r in records]
-    broken = next((i for i in range(1, len(steps)) if steps[i] != steps[i - 1] + 1), None)
-    if broken is not None:
-        seen = ", ".join(map(str, steps[max(0, broken - 3) : broken + 2]))
-        return records, perplexity, f"METRICS_PATH's steps do not follow each other once each: ..., {seen}, ..."
-    return records, perplexity, None
 
 
 def _runs(facts: Facts) -> list[tuple[GroupRun, dict[str, Any]]]:
@@ -194,10 +138,6 @@ def _cut(run: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
     """``run``'s steps as far as ``want`` has them (a killed launch logs only the steps before its kill)."""
     n = len(want["losses"])
     return {"losses": run["losses"][:n], "lrs": run["lrs"][:n]}
-
-
-def _close(got: float, want: float, rtol: float) -> bool:
-    return math.isfinite(got) and abs(got - want) <= rtol * abs(want)
 
 
 def _sizes(facts: Facts) -> str:
@@ -257,45 +197,12 @@ ADVICE = {
 DATA_RIGHT = ("last_micro", "warmup_from_zero", "cosine_micro", "cosine_epoch", "unscaled")
 
 
-def _matches(records: list[dict[str, float]], want: dict[str, Any]) -> bool:
-    losses = want["losses"]
-    return len(records) == len(losses) and all(
-        _close(r["loss"], w, LOSS_RTOL) for r, w in zip(records, losses, strict=True)
-    )
-
-
 def _known(records: list[dict[str, float]], want: dict[str, Any]) -> str | None:
     """The known mistake whose trajectory the launch's is, or None."""
     for name, run in _variants(want["seed"], want["world_size"]).items():
-        if _matches(records, _cut(run, want)):
+        if launches.matches(records, _cut(run, want)):
             return name
     return None
-
-
-def _first_difference(records: list[dict[str, float]], losses: list[float], key: str = "loss") -> str | None:
-    if len(records) != len(losses):
-        return f"METRICS_PATH holds {len(records)} optimizer steps, expected {len(losses)}"
-    for r, w in zip(records, losses, strict=True):
-        if not _close(r[key], w, LOSS_RTOL if key == "loss" else LR_RTOL):
-            return f"the {key} logged at step {r['step']} is {r[key]!r}, expected {w!r}"
-    return None
-
-
-FLUSH = "flush METRICS_PATH after each line (a killed process loses what it had not written out)"
-FLUSH_ADVICE = FLUSH[0].upper() + FLUSH[1:] + "."
-
-
-def _cut_short(records: list[dict[str, float]], want: dict[str, Any]) -> str | None:
-    """For a killed launch whose log stops early but agrees as far as it goes: that, in words."""
-    wanted = want["losses"]
-    if want.get("killed") and len(records) < len(wanted) and not _first_difference(records, wanted[: len(records)]):
-        return f"METRICS_PATH holds {len(records)} of the {len(wanted)} steps done"
-    return None
-
-
-def _wrong(records: list[dict[str, float]], want: dict[str, Any], key: str = "loss") -> str | None:
-    """The first difference of a launch's log from ``want``."""
-    return _first_difference(records, want["losses"] if key == "loss" else want["lrs"], key)
 
 
 # --- the rules ---------------------------------------------------------------------------------------------
@@ -304,11 +211,11 @@ def _wrong(records: list[dict[str, float]], want: dict[str, Any], key: str = "lo
 def trajectory(facts: Facts) -> Outcome:
     tally = tallies.Tally(unit="wrong run", empty="no launch was run")
     for g, want in _runs(facts):
-        records, _, problem = _metrics(g, want["folder"])
-        if short := not problem and _cut_short(records, want):
-            tally.add(f"{_where(want)}: {short}", FLUSH_ADVICE)
+        records, _, problem = launches.metrics(g, want["folder"])
+        if short := not problem and launches.cut_short(records, want):
+            tally.add(f"{_where(want)}: {short}", launches.FLUSH_ADVICE)
             continue
-        wrong = problem or _wrong(records, want)
+        wrong = problem or launches.wrong(records, want)
         advice = ADVICE.get(_known(records, want) or "", "") if wrong and not problem else ""
         tally.add(f"{_where(want)}: {wrong}" if wrong else None, advice)
     advice = (
@@ -322,14 +229,14 @@ def trajectory(facts: Facts) -> Outcome:
 def sampler(facts: Facts) -> Outcome:
     tally = tallies.Tally(unit="wrong run", empty="no launch was run")
     for g, want in _runs(facts):
-        records, _, problem = _metrics(g, want["folder"])
+        records, _, problem = launches.metrics(g, want["folder"])
         if problem:
             tally.add(f"{_where(want)}: {problem}")
             continue
-        if short := _cut_short(records, want):
-            tally.add(f"{_where(want)}: {short}", FLUSH_ADVICE)
+        if short := launches.cut_short(records, want):
+            tally.add(f"{_where(want)}: {short}", launches.FLUSH_ADVICE)
             continue
-        if _matches(records, want):
+        if launches.matches(records, want):
             tally.add(None)
             continue
         known = _known(records, want)
@@ -339,7 +246,7 @@ def sampler(facts: Facts) -> Outcome:
             repeated = "the losses of epochs 2 and after are those of training on epoch 1's order again"
             tally.add(f"{_where(want)}: {repeated}", ADVICE[known])
         else:
-            said = _wrong(records, want)
+            said = launches.wrong(records, want)
             tally.add(
                 f"{_where(want)}: {said}; the batches each step trained on cannot be told apart from another"
                 " mistake: check that each rank reads its DistributedSampler's share, LOCAL_BATCH sequences per"
@@ -352,18 +259,18 @@ def sampler(facts: Facts) -> Outcome:
 def schedule(facts: Facts) -> Outcome:
     tally = tallies.Tally(unit="wrong run", empty="no launch was run")
     for g, want in _runs(facts):
-        records, _, problem = _metrics(g, want["folder"])
-        if short := not problem and _cut_short(records, want):
-            tally.add(f"{_where(want)}: {short}", FLUSH_ADVICE)
+        records, _, problem = launches.metrics(g, want["folder"])
+        if short := not problem and launches.cut_short(records, want):
+            tally.add(f"{_where(want)}: {short}", launches.FLUSH_ADVICE)
             continue
-        wrong = problem or _wrong(records, want, "lr")
+        wrong = problem or launches.wrong(records, want, "lr")
         advice = ""
         if wrong and not problem:
             for name, run in _variants(want["seed"], want["world_size"]).items():
                 run = _cut(run, want)
                 if name in ("fixed_order", "last_micro") or len(run["lrs"]) != len(records):
                     continue
-                if all(_close(r["lr"], w, LR_RTOL) for r, w in zip(records, run["lrs"], strict=True)):
+                if all(launches.close(r["lr"], w, launches.LR_RTOL) for r, w in zip(records, run["lrs"], strict=True)):
                     advice = ADVICE[name]
                     break
         tally.add(f"{_where(want)}: {wrong}" if wrong else None, advice)
@@ -382,15 +289,15 @@ def perplexity(facts: Facts) -> Outcome:
     seen: dict[int, float] = {}
     # Each world size's final perplexity: an uninterrupted launch's, or a relaunch's that resumed exactly
     # (one that did not loses `resume`; its end says nothing of the perplexity's computation).
-    ends = [(g, want, METRICS) for g, want in _runs(facts) if not want.get("killed")]
-    ends += [(g, want, RELAUNCH) for k, g, want in _relaunches(facts) if not _resume_wrong(facts, k, g, want)]
+    ends = [(g, want, launches.METRICS) for g, want in _runs(facts) if not want.get("killed")]
+    ends += [(g, want, launches.RELAUNCH) for k, g, want in _relaunches(facts) if not _resume_wrong(facts, k, g, want)]
     for g, want, name in ends:
-        _, got, problem = _metrics(g, want["folder"], name)
+        _, got, problem = launches.metrics(g, want["folder"], name)
         if problem or got is None:
             tally.add(f"{_where(want)}: {problem or 'METRICS_PATH holds no perplexity record'}")
             continue
         seen[want["world_size"]] = got
-        ok = _close(got, want["perplexity"], PPL_RTOL)
+        ok = launches.close(got, want["perplexity"], PPL_RTOL)
         tally.add(
             None if ok else f"{_where(want)}: the held-out perplexity is {got!r}, expected {want['perplexity']!r}"
         )
@@ -413,16 +320,17 @@ def _resume_wrong(facts: Facts, k: int, g: GroupRun, want: dict[str, Any]) -> st
     first = facts.groups[k - 1]
     if first.status is None or g.status is None:
         return "not run: an earlier launch ended the grading"
-    if _ended(first):
-        return f"the launch to be killed at step {want['kill']}: {_ended(first)}"
-    before, _, problem = _metrics(first, want["folder"])
+    if launches.ended(first):
+        return f"the launch to be killed at step {want['kill']}: {launches.ended(first)}"
+    before, _, problem = launches.metrics(first, want["folder"])
     if problem:
         return f"the launch before the kill: {problem}"
-    records, _, problem = _metrics(g, want["folder"], RELAUNCH)
+    records, _, problem = launches.metrics(g, want["folder"], launches.RELAUNCH)
     if problem:
         return f"the relaunch: {problem}"
     if not records or records[-1]["step"] != want["total"]:
-        return "the relaunch did not log every step to the last"
+        why = launches.ended(g)
+        return "the relaunch did not log every step to the last" + (f": {why}" if why else "")
     first_step = records[0]["step"]
     if first_step == 1:
         return (
@@ -438,9 +346,9 @@ def _resume_wrong(facts: Facts, k: int, g: GroupRun, want: dict[str, Any]) -> st
         logged = f"steps up to {before[-1]['step']}" if before else "no step"
         return (
             f"the launch before the kill logged {logged}, not up to {want['kill'] - 1}, so the relaunch cannot be"
-            f" compared with it: {FLUSH}"
+            f" compared with it: {launches.FLUSH}"
         )
-    exact = _matches(before, _cut(want, {"losses": before}))
+    exact = launches.matches(before, _cut(want, {"losses": before}))
     whom = "the launch before the kill"
     for r in records:
         b, redone = by_step.get(r["step"]), r["step"] in by_step
@@ -449,12 +357,12 @@ def _resume_wrong(facts: Facts, k: int, g: GroupRun, want: dict[str, Any]) -> st
                 break
             i = r["step"] - 1
             b, whom = {"loss": want["losses"][i], "lr": want["lrs"][i]}, "an uninterrupted run"
-        if not _close(r["lr"], b["lr"], SAME_RTOL):
+        if not launches.close(r["lr"], b["lr"], SAME_RTOL):
             return (
                 f"after resuming, step {r['step']} used learning rate {r['lr']!r}, {whom} {b['lr']!r}:"
                 " restore the scheduler's state (scheduler.state_dict()) with the checkpoint"
             )
-        if _close(r["loss"], b["loss"], SAME_RTOL if redone else LOSS_RTOL):
+        if launches.close(r["loss"], b["loss"], SAME_RTOL if redone else launches.LOSS_RTOL):
             continue
         if r["step"] == first_step:
             return (

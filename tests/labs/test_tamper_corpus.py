@@ -132,6 +132,7 @@ ATTACKS = [
     Attack("param-sync", "gathered_through_the_store", "mutants/gather_parameters.diff", (2,), "alone"),
     Attack("checkpoint-resharding", "files_split_by_size", "mutants/rank0_torch_save.diff", (4, 2)),
     Attack("overlap-ddp", "one_bucket_cut_in_k", "mutants/cap_ignored.diff", (2,)),
+    Attack("distributed-finetune", "overlap_copied", "honest_default_betas_no_resume.py", (2,)),
     # 5. Resources.
     Attack("ring-allreduce", "fork_bomb_beside", "mutants/averages.diff", (2,), time_limit_s=4),
     Attack("ring-allreduce", "shared_memory_bomb", "mutants/averages.diff", (2,), says="memory limit"),

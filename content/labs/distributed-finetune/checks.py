@@ -304,6 +304,23 @@ def perplexity(facts: Facts) -> Outcome:
     return tally.outcome(success, advice=advice if tally.problems else "", score=True)
 
 
+def _followed(before: list[dict[str, float]], want: dict[str, Any]) -> dict[str, Any] | None:
+    """The whole run whose first steps the killed launch's log is: the reference's, a known mistake's, or None.
+
+    The relaunch's steps after the kill are held to it: the overlap alone could be copied from the killed
+    launch's log, which lies in the same shared folder."""
+    if launches.matches(before, _cut(want, {"losses": before})):
+        return want
+    return next(
+        (
+            run
+            for run in _variants(want["seed"], want["world_size"]).values()
+            if launches.matches(before, _cut(run, {"losses": before}))
+        ),
+        None,
+    )
+
+
 def _resume_wrong(facts: Facts, k: int, g: GroupRun, want: dict[str, Any]) -> str | None:
     """What the relaunch got wrong: it must log again, equal, the steps the killed launch logged after its
     newest checkpoint, then every step to the last (as the reference's where the killed launch's were)."""
@@ -338,15 +355,19 @@ def _resume_wrong(facts: Facts, k: int, g: GroupRun, want: dict[str, Any]) -> st
             f"the launch before the kill logged {logged}, not up to {want['kill'] - 1}, so the relaunch cannot be"
             f" compared with it: {launches.FLUSH}"
         )
-    exact = launches.matches(before, _cut(want, {"losses": before}))
+    followed = _followed(before, want)
     whom = "the launch before the kill"
     for r in records:
         b, redone = by_step.get(r["step"]), r["step"] in by_step
-        if b is None:  # past the kill: as an uninterrupted run's, known where the steps before it were the reference's
-            if not exact:
-                break
+        if b is None:  # past the kill: as the uninterrupted run whose steps the killed launch's were
+            if followed is None:
+                return (
+                    "the launch before the kill trained otherwise than the reference (see the trajectory check), so"
+                    " the relaunch's steps after the kill have nothing to be compared with: put the trajectory right"
+                    " first, and this check will judge the resume"
+                )
             i = r["step"] - 1
-            b, whom = {"loss": want["losses"][i], "lr": want["lrs"][i]}, "an uninterrupted run"
+            b, whom = {"loss": followed["losses"][i], "lr": followed["lrs"][i]}, "an uninterrupted run"
         if not launches.close(r["lr"], b["lr"], SAME_RTOL):
             return (
                 f"after resuming, step {r['step']} used learning rate {r['lr']!r}, {whom} {b['lr']!r}:"

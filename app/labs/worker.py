@@ -352,9 +352,10 @@ def start(
         return 2
     gpus = gpu_count()
     engine = make_engine(settings.sqlalchemy_url)
+    readers = make_sessionmaker(engine, read_only=True)
     grader = Grader(
         settings.content_dir / "labs", pool_size=pool_size, gpus=gpus > 0, unsafe_no_sandbox=unsafe,
-        preload=published_preloads(make_sessionmaker(engine, read_only=True)),
+        preload=published_preloads(readers), preload_source=lambda: published_preloads(readers),
         allow_without_cgroups=allow_no_cgroups,
     )  # fmt: skip
     if grader.refusal is not None:

@@ -16,6 +16,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -39,7 +40,8 @@ class Grader:
     """Grades submissions for the labs under ``content_dir``.
 
     ``preload`` (default: every ``preload`` of the labs under ``content_dir``) are the modules the
-    warm template imports once, so no rank pays for a lazy import.
+    warm template imports once, so no rank pays for a lazy import; a lab loaded later that needs more
+    restarts the template with them, and with all ``preload_source()`` names then.
     ``pool_size`` sandboxes are kept ready (0: start one per submission). ``fork_from_template``
     (default: where possible, as root) starts each sandbox's zygote by forking a torch-warm
     template into it (``labs.host.template``, ~40 ms) instead of importing torch in it (~1.2 s of a core).
@@ -61,6 +63,7 @@ class Grader:
         unsafe_no_sandbox: bool = False,
         fork_from_template: bool | None = None,
         preload: list[str] | None = None,
+        preload_source: Callable[[], list[str]] | None = None,
         allow_without_cgroups: bool | None = None,
     ):
         self.content_dir = Path(content_dir)
@@ -81,6 +84,7 @@ class Grader:
             fork_from_template = template.available()
         use = fork_from_template and not self.unsafe and self.refusal is None
         modules = preload if preload is not None else preloads(self.content_dir)
+        self.preload_source = preload_source
         self.template = template.Template(preload=modules) if use else None
         self.pool = (
             WarmPool(pool_size, unsafe=self.unsafe, gpu=gpus, template=self.template)
@@ -112,7 +116,16 @@ class Grader:
         folder = Path(lab_dir) if lab_dir is not None else self.content_dir / lab_id
         if folder not in self.labs:
             self.labs[folder] = self.load_checks(folder)
+            self._cover(self.labs[folder][0].spec.preload)
         return self.labs[folder]
+
+    def _cover(self, modules: list[str]) -> None:
+        """Have the template import a lab's ``preload`` (and, when it lacks some, every module the
+        ``preload_source`` names now: one restart for all the labs published since it started)."""
+        if self.template is None or self.template.covers(modules):
+            return
+        everything = self.preload_source() if self.preload_source is not None else []
+        self.template.cover([*modules, *everything])
 
     @staticmethod
     def load_checks(folder: Path) -> tuple[Lab, ModuleType]:

@@ -144,3 +144,29 @@ def test_a_pool_whose_template_cannot_fork_starts_sandboxes_cold() -> None:
         box.kill()
     finally:
         pool.close()
+
+
+def test_a_template_started_before_a_lab_was_published_restarts_with_its_preloads() -> None:
+    """The embedded worker reads the published labs as the web process first syncs them: it may start its
+    template with no preloads. The first lab that needs some restarts it with them (and every module the
+    worker's source names then), so the zygotes after it never import them on a job."""
+    if not template.available():
+        pytest.skip("forking zygotes from the template needs root: this run only has cold sandboxes")
+    from labs.host.grader import Grader
+
+    published = ["torch.distributed.checkpoint"]
+    with Grader(pool_size=1, fork_from_template=True, preload=[], preload_source=lambda: published) as grader:
+        assert grader.template is not None and grader.pool is not None
+        grader.pool.acquire(timeout=60).kill()  # a zygote forked from the template as it started: nothing preloaded
+        assert preloaded(grader.template) == []
+        lab = "bf16-vs-fp16"
+        v = grader.grade(lab, solution(lab), world_sizes=[2])
+        assert v.status == "passed", v.message
+        grader.pool.acquire(timeout=60).kill()  # forked after the lab was loaded
+        assert preloaded(grader.template) == sorted(["torch._dynamo", *published])
+
+
+def preloaded(t: template.Template) -> list[str]:
+    """The modules the running template process was started to import (its last argument)."""
+    assert t.proc is not None and t.proc.poll() is None
+    return json.loads(t.proc.args[-1])

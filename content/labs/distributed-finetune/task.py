@@ -13,7 +13,7 @@ import pretrained
 import torch
 import torch.nn.functional as F
 
-VOCAB, DIM, HEADS, LAYERS, CONTEXT = 32, 32, 2, 2, 16
+VOCAB, DIM, HEADS, LAYERS, CONTEXT = 32, 32, 2, 1, 16
 LOCAL_BATCH = 2  # sequences per rank per micro-batch (the DataLoader's batch_size)
 ACCUMULATION = 2  # micro-batches per optimizer step
 EPOCHS = 2

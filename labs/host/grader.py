@@ -481,30 +481,29 @@ def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
     A lab's ``checks.py`` either gives ``cases(world_size, generator)`` (one group per world
     size) or ``phases(world_sizes, generator) -> [judge.Phase]`` (groups that follow each other
     and share one scratch directory: save on 4 ranks, load on 2). References are computed here,
-    with one thread, as the ranks compute with one thread each.
+    with one thread, as the ranks compute with one thread each. The grading process stays at one
+    intra-op thread from then on (``torch.set_num_threads`` is process-wide): a lab may compute a
+    reference in a thread of its own while the ranks run, and more threads would round its float16 and
+    bfloat16 products otherwise than the ranks do (docs/authoring-labs.md, "References").
     """
     import torch
 
-    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    try:
-        gen = torch.Generator().manual_seed(seed)
-        if hasattr(checks, "phases"):
-            return [
-                GroupRun(
-                    p.world_size,
-                    p.cases,
-                    [RankRun() for _ in range(p.world_size)],
-                    phase=p.name,
-                    expect_crash=p.expect_crash,
-                    fault=p.fault,
-                    shares_dir=p.shares_dir,
-                )
-                for p in checks.phases(sizes, gen)
-            ]
-        return [GroupRun(n, checks.cases(n, gen), [RankRun() for _ in range(n)]) for n in sizes]
-    finally:
-        torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(seed)
+    if hasattr(checks, "phases"):
+        return [
+            GroupRun(
+                p.world_size,
+                p.cases,
+                [RankRun() for _ in range(p.world_size)],
+                phase=p.name,
+                expect_crash=p.expect_crash,
+                fault=p.fault,
+                shares_dir=p.shares_dir,
+            )
+            for p in checks.phases(sizes, gen)
+        ]
+    return [GroupRun(n, checks.cases(n, gen), [RankRun() for _ in range(n)]) for n in sizes]
 
 
 def points(available: int, outcome: judge.Outcome) -> float:

@@ -17,6 +17,7 @@ here), the relaunch's against the killed launch's and the reference, and what ea
 from __future__ import annotations
 
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
@@ -36,14 +37,28 @@ EVERY = (3, 4, 5)  # the CHECKPOINT_EVERY drawn from (at least OVERLAP + 1: no c
 LOG_LINE = re.compile(r"^step \d+", re.MULTILINE)
 
 
+# One thread: the two references of a grading run one after the other, on the core the 1-rank launch leaves free.
+_REFERENCES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="finetune-reference")
+
+
 class _Want(dict[str, Any]):
     """What a launch is judged against: the reference run (losses, lrs, perplexity; cut to the steps
-    before the kill for a killed launch) and what the rules need to read its files."""
+    before the kill for a killed launch) and what the rules need to read its files. The reference is
+    computed in the background while the ranks run, and waited for on first use (after every launch:
+    the rules run once the groups have ended). The grader holds torch at one thread, as the ranks run."""
 
-    def __init__(self, run: dict[str, Any], steps: int | None = None, **known: Any) -> None:
-        if steps is not None:  # a killed launch: the steps before the kill, and no perplexity
-            run = {"losses": run["losses"][:steps], "lrs": run["lrs"][:steps], "perplexity": None}
-        super().__init__(run | known)
+    def __init__(self, run: Future[dict[str, Any]], steps: int | None = None, **known: Any) -> None:
+        super().__init__(known)
+        self._run, self._steps = run, steps
+
+    def __missing__(self, key: str) -> Any:
+        run = self._run.result()
+        if self._steps is not None:  # a killed launch: the steps before the kill, and no perplexity
+            run = {"losses": run["losses"][: self._steps], "lrs": run["lrs"][: self._steps], "perplexity": None}
+        if key not in run:
+            raise KeyError(key)
+        self.update({k: v for k, v in run.items() if k not in self})
+        return dict.__getitem__(self, key)
 
 
 def _draw(gen: torch.Generator, low: int, high: int) -> int:
@@ -86,16 +101,15 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     for size in world_sizes:
         if size == n:
             continue
-        # Computed here, before the ranks start, with the grader's one thread, as each rank computes:
-        # bf16 products round otherwise with two threads (4e-4 relative on this run, measured).
-        want = _Want(reference.train(task, seed, SIZE, size), folder=f"run-{size}", seed=seed, world_size=size)
+        later = _REFERENCES.submit(reference.train, task, seed, SIZE, size)
+        want = _Want(later, folder=f"run-{size}", seed=seed, world_size=size)
         inputs = [{"env": _env(f"run-{size}", seed, NO_CHECKPOINT)} for _ in range(size)]
         label = f"an uninterrupted launch on {size} rank{'s' if size > 1 else ''}"
         out.append(Phase("launch", size, [_case("trajectory", label, inputs, want)], shares_dir=True))
     per_epoch, total = _steps(task, n)
     plans = kill_plans(per_epoch, total)
     every, newest, kill = plans[_draw(gen, 0, len(plans) - 1)]
-    full = reference.train(task, seed, SIZE, n)
+    full = _REFERENCES.submit(reference.train, task, seed, SIZE, n)
     folder = f"resume-{n}"
     # The hook kills after optimizer step `kill`, before it is logged: the launch logs the steps before it.
     before = _Want(full, kill - 1, folder=folder, seed=seed, world_size=n, kill=kill, killed=True)
@@ -154,11 +168,7 @@ def _variants(seed: int, n: int) -> dict[str, dict[str, Any]]:
     }
     if n > 1:
         made["unscaled"] = V(unscaled=True)
-    threads = torch.get_num_threads()  # one thread, as the ranks (reference.train sets it), then the grader's again
-    try:
-        return {name: reference.train(task, seed, SIZE, n, v) for name, v in made.items()}
-    finally:
-        torch.set_num_threads(threads)
+    return {name: reference.train(task, seed, SIZE, n, v) for name, v in made.items()}
 
 
 ADVICE = {

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import io
 import json
 import os
 import secrets
@@ -23,6 +22,7 @@ from typing import Any
 
 from labs.host import cgroups, judge, pidns, sandbox, seccomp, template, uids
 from labs.host.feedback import NPROC, OUTPUT_BYTES, summarise
+from labs.host.groups import arm, lease_uids, measure, place_ranks, rank_data, record, seen, send_inputs
 from labs.host.judge import Facts, GroupRun, RankRun
 from labs.host.pool import WarmPool
 from labs.spec import DEFAULT_CONTENT, Lab, LabError, load_lab, load_labs
@@ -391,19 +391,6 @@ def late_faults(groups: list[GroupRun]) -> list[str]:
     ]
 
 
-def seen(group: GroupRun) -> bool:
-    """Whether the kernel saw anything of a group's ranks: a fork refused at the limit, an OOM kill."""
-    return any(run.pids_limited or run.oom_killed for run in group.ranks)
-
-
-def rank_data(run: RankRun) -> dict[str, Any]:
-    """How a rank ended, for the verdict's data: the zygote's report and what the kernel measured."""
-    data = {k: v for k, v in run.info.items() if k != "output"}
-    if run.memory:
-        data["memory"] = dict(run.memory)
-    return data | {flag: True for flag in ("oom_killed", "pids_limited") if getattr(run, flag)}
-
-
 def no_cgroups(reason: str) -> str:
     """Why a worker without control groups refuses untrusted code, and what to do about it."""
     return (
@@ -412,67 +399,6 @@ def no_cgroups(reason: str) -> str:
         f"pids controllers) or cgroup v2, or set {ALLOW_NO_CGROUPS_ENV}=1 (ringlab worker --allow-no-cgroups) to "
         "grade with rlimits alone, which does not contain shared memory: not for untrusted code"
     )
-
-
-def lease_uids() -> uids.UidLease:
-    """A block of rank uids no other job on this host holds (``labs.host.uids``)."""
-    try:
-        return uids.lease()
-    except (OSError, uids.NoFreeUids) as exc:
-        raise sandbox.SandboxError(f"no rank uids could be leased: {exc}") from exc
-
-
-def send_inputs(box: sandbox.Sandbox, group: GroupRun, *, per_call: bool) -> None:
-    """Each rank's own inputs: one message per call (``{"kind": "inputs", "rank", "call"}``, payload
-    ``torch.save([args])``) or, from a zygote that sends no pids, one per rank with every call's."""
-    import torch
-
-    for rank in range(group.world_size):
-        if not per_call:
-            buffer = io.BytesIO()
-            torch.save([[c.inputs[rank]] for c in group.cases], buffer)
-            box.send({"kind": "inputs", "rank": rank}, buffer.getvalue())
-            continue
-        # The zygote hands a rank call i's inputs only when it opens call i's measurement window.
-        for i, c in enumerate(group.cases):
-            buffer = io.BytesIO()
-            torch.save([c.inputs[rank]], buffer)
-            box.send({"kind": "inputs", "rank": rank, "call": i}, buffer.getvalue())
-
-
-def place_ranks(
-    job: cgroups.JobCgroups, namespace: tuple[int, int], g: int, pids: list[Any], zygote: int | None
-) -> None:
-    """Group ``g``'s ranks, by their pids in the sandbox, each into a control group of its own.
-
-    The ranks are the zygote's children (``zygote``: its host pid), else found among every process."""
-    job.begin_group(g)
-    host = pidns.processes_in(namespace, pidns.children(zygote)) if zygote is not None else {}
-    if not all(pid in host for pid in pids):
-        host = pidns.processes_in(namespace)
-    for rank, pid in enumerate(pids):
-        if isinstance(pid, int) and pid in host:  # a rank that already exited has nothing to limit
-            job.place(host[pid], rank)
-
-
-def arm(job: cgroups.JobCgroups, group: GroupRun) -> None:
-    """No student code has run: each rank's usage now is its baseline, and its limit counts from there."""
-    for rank, baseline in job.arm().items():
-        if rank < len(group.ranks):
-            memory = {"baseline_bytes": baseline, "peak_bytes": baseline}
-            limit = job.limit(rank)
-            group.ranks[rank].memory = memory if limit is None else {**memory, "limit_bytes": limit}
-
-
-def measure(job: cgroups.JobCgroups, group: GroupRun, end: dict[str, Any]) -> None:
-    """What the kernel saw of each rank of the group that just ended: its high-water, OOM kills, refused forks."""
-    sigkilled = {int(i["rank"]): i.get("signal") == 9 for i in end.get("ranks", []) if isinstance(i, dict)}
-    for rank, run in enumerate(group.ranks):
-        run.oom_killed = job.oom_killed(rank, sigkilled=sigkilled.get(rank, False))
-        run.pids_limited = job.pids_denied(rank)
-        peak = job.peak(rank)
-        if run.memory is not None and peak is not None:
-            run.memory["peak_bytes"] = peak
 
 
 def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
@@ -547,44 +473,6 @@ def preloads(content_dir: Path) -> list[str]:
 
 def judge_source_name() -> str:
     return "submission.py"
-
-
-def record(groups: list[GroupRun], meta: dict[str, Any], payload: bytes) -> None:
-    """File one message from the zygote under its group and rank."""
-    kind = meta.get("kind")
-    group = groups[int(meta["group"])]
-    if kind == "group_end":
-        group.status = str(meta.get("status"))
-        for info in meta.get("ranks", []):
-            group.ranks[int(info["rank"])].info = info
-        return
-    if kind == "wire":
-        group.wire[int(meta["call"])] = meta
-        return
-    if kind == "fault_report":  # what the zygote saw and did for the group's fault plan
-        group.fault_report = {k: v for k, v in meta.items() if k not in ("kind", "group")}
-        return
-    if kind == "files":
-        group.files_truncated = bool(meta.get("truncated"))
-        for entry in meta.get("entries", []):
-            path, size = str(entry["path"]), int(entry["size"])
-            group.file_sizes[path] = size
-            if entry.get("length") is not None:
-                start = int(entry["offset"])
-                group.files[path] = payload[start : start + int(entry["length"])]
-        return
-    run = group.ranks[int(meta["rank"])]
-    if isinstance(meta.get("guard"), dict):
-        run.guard = meta["guard"]
-    call = meta.get("call")
-    if kind == "result" and isinstance(call, int) and 0 <= call < len(group.cases):
-        if call in run.results:
-            run.duplicate = True
-        run.results.setdefault(call, payload)
-    elif kind == "error":
-        run.errors.append(meta)
-    elif kind == "fault":
-        run.fault = str(meta.get("traceback", ""))
 
 
 def gpu_count() -> int:

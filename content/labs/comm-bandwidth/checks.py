@@ -25,6 +25,7 @@ from labs.authoring import Case, Facts, Outcome, case_failure, load_public, load
 
 driver = load_public(__file__, "driver")
 replay = load_trusted(__file__, "replay")
+pictures = load_trusted(__file__, "pictures")  # the curve's table and chart
 
 WARMUP, REPS = 3, 5  # each size: 3 untimed calls, then 5 timed ones
 SIZE_COUNT, SIZE_STEP = 5, 4  # 5 sizes, each 4 times the last: from 1-1.75 KiB to 256-448 KiB
@@ -391,61 +392,15 @@ def _fit_rule(check: str) -> Any:
 # ---- the curve: feedback ----------------------------------------------------------------------------------------
 
 
-def _gbps(x: float) -> str:
-    return f"{x / 1e9:.4g}"
-
-
 def curve(facts: Facts) -> Outcome:
     """The largest world size's rank 0: its bus bandwidth against the interconnect's, as a table and a log-log chart."""
     runs = [(g, i, c) for g, i, c in _benchmarks(facts) if _times(g, i, 0) is not None]
     if not runs:
         return Outcome(False, "measure returned no times, so there is no curve to draw", {}, fraction=0.0)
     g, i, case = max(runs, key=lambda run: run[0].world_size)
-    n, inputs, link = g.world_size, case.inputs[0], case.inputs[0]["link"]
-    sizes, times = inputs["sizes"], _times(g, i, 0) or []
-    f, alpha, bus = replay.factor(n), float(link["alpha"]), float(link["bus_bandwidth"])
+    sizes, times = case.inputs[0]["sizes"], _times(g, i, 0) or []
     want = case.expected[0]["times"].tolist()
-
-    def truth(s: float) -> float:
-        return f * s / (alpha + f * s / bus)
-
-    rows, mine = [], []
-    for s, t in zip(sizes, times, strict=True):
-        usable = 0 < t < math.inf
-        busbw = f * s / t if usable else math.nan
-        rows.append([f"{s:,}", f"{t * 1e6:.4g}", _gbps(s / t) if usable else "-", _gbps(busbw), _gbps(truth(s))])
-        if usable:
-            mine.append([round(math.log10(s), 4), round(math.log10(busbw / 1e6), 4)])
-    steps = round(4 * math.log2(4 * sizes[-1] / sizes[0]))  # from half the smallest to twice the largest
-    dense = [sizes[0] / 2 * 2 ** (k / 4) for k in range(steps + 1)]
-    crossover = alpha * bus / f
-    chart = {
-        "title": f"Bus bandwidth against message size, world size {n} (log-log)",
-        "x_label": "log10 of the message size in bytes (3 = 1 KB, 6 = 1 MB)",
-        "y_label": "log10 of busbw in MB/s (3 = 1 GB/s)",
-        "series": [
-            {"name": "your times (busbw = 2(N-1)/N x size / time)", "points": mine},
-            {
-                "name": "the interconnect's busbw (its alpha and B)",
-                "points": [[round(math.log10(s), 4), round(math.log10(truth(s) / 1e6), 4)] for s in dense],
-                "style": "theory",
-            },
-            {
-                "name": f"its bounds: B = {bus / 1e9:.3g} GB/s, and 2(N-1)/N x s / alpha",
-                "points": [
-                    [round(math.log10(s), 4), round(math.log10(min(bus, f * s / alpha) / 1e6), 4)] for s in dense
-                ],
-                "style": "theory",
-            },
-        ],
-    }
-    table = {
-        "caption": f"Your times on {n} ranks (rank 0), the bandwidths they give, and the interconnect's bus bandwidth;"
-        f" the regimes cross at alpha x beta = {crossover:,.0f} bytes",
-        "columns": ["size (bytes)", "your time (us)", "algbw (GB/s)", "busbw (GB/s)", "interconnect busbw (GB/s)"],
-        "rows": rows,
-    }
-    data = {"chart": chart, "table": table}
+    data = pictures.curve(g.world_size, case.inputs[0]["link"], sizes, times)
     if replay.close(times, want, MATCH):
         return Outcome(True, f"your bus bandwidth lies on the interconnect's curve ({len(sizes)} sizes)", data)
     k = max(range(len(want)), key=lambda j: abs(times[j] / want[j] - 1))

@@ -24,7 +24,21 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, off_by, result, training, wire
+from labs.authoring import (
+    Case,
+    Facts,
+    Outcome,
+    Phase,
+    case_failure,
+    load_public,
+    load_trusted,
+    off_by,
+    result,
+    training,
+    wire,
+)
+
+model_clock = load_trusted(__file__, "clock")  # the model clock: drawn per submission, a step's time by part
 
 DIMS = [256, 16, 16, 8]  # 4,520 float64 parameters in 6 tensors (each a multiple of 8 elements): 36,160 bytes
 # The global batch of every step: 192, 96 or 48 examples a rank. Each example is 2,112 bytes (256 + 8 float64), so
@@ -41,35 +55,6 @@ EACH = 0.25  # how far one rank's count may be from it (a slice that 2N does not
 VOID = training.moved_the_data
 
 
-def draw_clock(gen: torch.Generator) -> dict[str, float]:
-    """The model clock of one submission: whole microseconds, and a bandwidth in tens of MB/s.
-
-    Chosen so that compute, the optimizer step, latency and bandwidth all weigh in the step time: on 4 ranks
-    a flat all-reduce costs 0.6-3.1 ms beside 1.0-2.9 ms of compute, one per parameter 0.9-4.9 ms.
-    """
-
-    def pick(low: int, high: int) -> int:
-        return int(torch.randint(low, high + 1, (1,), generator=gen))
-
-    return {
-        "sample_s": pick(20, 60) * 1e-6,  # forward and backward of one example, on one rank
-        "update_s": pick(2, 8) * 100e-6,  # the optimizer step, taken whole on every rank
-        "alpha_s": pick(10, 60) * 1e-6,  # latency of one message
-        "beta_Bps": pick(2, 10) * 1e7,  # bytes per second over one rank's link
-    }
-
-
-def step_seconds(clock: dict[str, float], n: int, batch: int, calls: float, nbytes: int) -> dict[str, float]:
-    """The model clock's step at ``n`` ranks, by part: ``calls`` all-reduces per step of ``nbytes`` in all."""
-    parts = {
-        "compute": batch / n * clock["sample_s"],
-        "update": clock["update_s"],
-        "latency": calls * 2 * (n - 1) * clock["alpha_s"],
-        "bandwidth": 2 * (n - 1) / n * nbytes / clock["beta_Bps"],
-    }
-    return {**parts, "step": sum(parts.values())}
-
-
 def gradient_bytes(case: Case) -> int:
     return sum(t.numel() * t.element_size() for t in case.expected[0]["params"].values())
 
@@ -79,7 +64,7 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     driver = load_public(__file__, "driver")
     shared, data = training.secret_generators(gen, 2)
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=shared))
-    clock = draw_clock(shared)
+    clock = model_clock.draw(shared)
     xs = torch.randn(STEPS, BATCH, DIMS[0], generator=data, dtype=torch.float64)
     ys = torch.randn(STEPS, BATCH, DIMS[-1], generator=data, dtype=torch.float64)
     settings = {"seed": seed, "dims": DIMS, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY}
@@ -206,38 +191,18 @@ def _priced(g: Any, i: int, case: Case) -> tuple[int | None, str]:
 
 def _model(case: Case, n: int, calls: int) -> dict[str, float]:
     inputs = case.inputs[0]
-    return step_seconds(inputs["clock"], n, int(inputs["batch"]), calls, gradient_bytes(case))
+    return model_clock.step_seconds(inputs["clock"], n, int(inputs["batch"]), calls, gradient_bytes(case))
 
 
 def _same(got: float, want: float) -> bool:
     return abs(got - want) <= FIGURES * abs(want)
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.4g} ms"
-
-
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:.4g} µs"
-
-
-def _breakdown(parts: dict[str, float], n: int, calls: int, nbytes: int, clock: dict[str, float], batch: int) -> str:
-    c, u, a, b = clock["sample_s"], clock["update_s"], clock["alpha_s"], clock["beta_Bps"]
-    latency = f" + {calls} x 2({n}-1) x {_us(a)}" if n > 1 else ""
-    bandwidth = f" + 2({n}-1)/{n} x {nbytes:,} B / {b / 1e6:.4g} MB/s" if n > 1 else ""
-    return (
-        f"t = {batch}/{n} x {_us(c)} + {_us(u)}{latency}{bandwidth} = {_ms(parts['step'])}"
-        f" (compute {_ms(parts['compute'])}, update {_ms(parts['update'])}"
-        + (f", latency {_ms(parts['latency'])}, bandwidth {_ms(parts['bandwidth'])}" if n > 1 else "")
-        + f"), so {batch} / t"
-    )
-
-
 def _mistake(got: float, case: Case, n: int, calls: int) -> str:
     """The mistake that explains a wrong throughput at ``n`` ranks (``calls`` all-reduces per step), or ""."""
     inputs = case.inputs[0]
     clock, batch, nbytes = inputs["clock"], int(inputs["batch"]), gradient_bytes(case)
-    p = step_seconds(clock, n, batch, calls, nbytes)
+    p = model_clock.step_seconds(clock, n, batch, calls, nbytes)
     t = p["step"]
     named = [
         ((batch / n) / t, "that is one rank's samples per second: the throughput counts every rank's examples, B / t"),
@@ -332,7 +297,7 @@ def _throughput_group(g: Any, i: int, case: Case) -> tuple[str | None, dict[str,
                 if at > 1
                 else f"rank {r}'s {call} {off_by(value, want)}: on 1 rank nothing is communicated, and"
             )
-            text += f" {_breakdown(want_parts, at, k, nbytes, clock, batch)}"
+            text += f" {model_clock.breakdown(want_parts, at, k, nbytes, clock, batch)}"
             if at == 1 and n > 1 and _same(value, batch / parts["step"]):
                 return text + (
                     f". That is the figure for {n} ranks: use the world_size argument, not dist.get_world_size()"

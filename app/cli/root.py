@@ -36,8 +36,11 @@ def serve(
     from app.config import get_settings
     from app.migrate import upgrade
 
-    url = get_settings().sqlalchemy_url
+    settings = get_settings()
+    url = settings.sqlalchemy_url
     upgrade(url)
+    if settings.sync_content_on_start:
+        _sync_content()
     worker = _embedded_worker(url)
     try:
         # Keep-alive longer than uvicorn's 5 s default: a busy client that reuses a connection
@@ -51,6 +54,31 @@ def serve(
     finally:
         if worker is not None:
             worker.stop()
+
+
+def _sync_content() -> None:
+    """Sync content/ before the embedded worker starts, which reads the labs' ``preload`` lists from the
+    database for its warm template; the web processes then skip their own sync on start."""
+    import logging
+    import os
+
+    from app.config import get_settings
+    from app.content.service import sync_directory
+    from app.content.source import ContentError
+    from app.db import make_engine, make_sessionmaker
+    from app.paths import ENV_PREFIX
+
+    settings = get_settings()
+    engine = make_engine(settings.sqlalchemy_url)
+    try:
+        report = sync_directory(settings.content_dir, make_sessionmaker(engine))
+        typer.echo(f"content synced: {report.summary()}", err=True)
+    except ContentError as exc:  # as the web process would: keep serving what is already loaded
+        logging.getLogger("ringlab").error("content not synced, still serving the last good content:\n%s", exc)
+    finally:
+        engine.dispose()
+    settings.sync_content_on_start = False  # this process's app (one web process)
+    os.environ[f"{ENV_PREFIX}SYNC_CONTENT_ON_START"] = "false"  # and the processes of --workers N
 
 
 def _embedded_worker(url: str) -> Supervisor | None:

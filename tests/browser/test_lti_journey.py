@@ -50,10 +50,11 @@ def test_a_student_launches_ringlab_inside_the_lms_page(
         make = frame.get_by_role("button", name="Make my Ringlab account")
         expect(make).to_be_visible(timeout=15000)
         make.click()
-        # Signed in, in the course, still inside the LMS's page.
-        expect(frame.get_by_role("heading", level=1).first).to_be_visible(timeout=15000)
+        # Signed in, in the course, still inside the LMS's page. The welcome page has a heading too: wait for
+        # the frame to leave it before looking at the heading of the page it went to.
         inner = next(f for f in page.frames if f.url.startswith(tool.base))
-        assert "/lti/" not in inner.url, inner.url
+        inner.wait_for_url(lambda url: "/lti/" not in url, timeout=15000)
+        expect(frame.get_by_role("heading", level=1).first).to_be_visible(timeout=15000)
         assert page.url.startswith(platform.issuer)  # the LMS page stayed where it was
         cookies = {c["name"]: c for c in context.cookies(tool.base)}
         assert cookies["ringlab_session"]["sameSite"] == "None" and cookies["ringlab_session"]["secure"]

@@ -352,6 +352,7 @@ class Grader:
             thread.join(timeout)
 
     def _judge(self, lab: Lab, checks: ModuleType, groups: list[GroupRun], end: dict[str, Any]) -> Verdict:
+        judge.settle([case for group in groups for case in group.cases])
         facts = Facts(groups)
         rules: dict[str, judge.Rule] = getattr(checks, "RULES", {})
         results = []
@@ -407,10 +408,10 @@ def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
     A lab's ``checks.py`` either gives ``cases(world_size, generator)`` (one group per world
     size) or ``phases(world_sizes, generator) -> [judge.Phase]`` (groups that follow each other
     and share one scratch directory: save on 4 ranks, load on 2). References are computed here,
-    with one thread, as the ranks compute with one thread each. The grading process stays at one
-    intra-op thread from then on (``torch.set_num_threads`` is process-wide): a lab may compute a
-    reference in a thread of its own while the ranks run, and more threads would round its float16 and
-    bfloat16 products otherwise than the ranks do (docs/authoring-labs.md, "References").
+    with one thread, as the ranks compute with one thread each; those a lab made ``later`` are computed
+    in a thread while the ranks run. The grading process stays at one intra-op thread from then on
+    (``torch.set_num_threads`` is process-wide): more threads would round float16 and bfloat16 products
+    otherwise than the ranks do (docs/authoring-labs.md, "References").
     """
     import torch
 

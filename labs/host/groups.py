@@ -12,7 +12,7 @@ import io
 from typing import Any
 
 from labs.host import cgroups, pidns, sandbox, uids
-from labs.host.judge import GroupRun, RankRun
+from labs.host.judge import GroupRun, RankRun, load
 
 
 def lease_uids() -> uids.UidLease:
@@ -107,6 +107,8 @@ def record(groups: list[GroupRun], meta: dict[str, Any], payload: bytes) -> None
     if kind == "result" and isinstance(call, int) and 0 <= call < len(group.cases):
         if call in run.results:
             run.duplicate = True
+        else:  # read now, while the ranks go on: the judge then only compares
+            run.loaded[call] = load(payload)
         run.results.setdefault(call, payload)
     elif kind == "error":
         run.errors.append(meta)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,9 +28,10 @@ class Case:
     argument; ``expected[r]`` is what rank r must end with (the argument after an in-place call,
     else the return value). With ``driver``: the lab's public ``driver.<driver>(submission,
     inputs[r])`` runs the loop and returns a tree; ``expected[r]`` is the reference tree.
-    ``parts`` maps check ids to the top-level keys of the result they judge (default: the whole
-    result, for ``check``); ``tolerance`` maps path prefixes to (rtol, atol). ``missing``: the
-    placeholder the lab's driver puts in the result where the state it reads holds no value (an
+    ``expected`` (or an entry of it) may be ``later(reference, ...)``: computed while the ranks run, in
+    place before any rule reads it. ``parts`` maps check ids to the top-level keys of the result they
+    judge (default: the whole result, for ``check``); ``tolerance`` maps path prefixes to (rtol, atol).
+    ``missing``: the placeholder the lab's driver puts in the result where the state it reads holds no value (an
     optimizer without a moment for a parameter); such a leaf is reported as missing, and in which
     phase, never as a value the student computed.
     """
@@ -121,6 +123,28 @@ class Facts:
     """Everything the judge knows about one submission's run."""
 
     groups: list[GroupRun]
+
+
+# References a lab computes while its ranks run (``later``): one thread, as each rank computes with one.
+_REFERENCES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="labs-reference")
+
+
+def later(reference: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``reference(*args, **kwargs)``, computed in the grading process while the ranks run: for
+    ``Case.expected`` (the whole list) or an entry of it. The grader waits for it (``settle``) only once
+    every group has ended. Arguments are values already drawn, never the plan's generator, so the order
+    of draws is the same either way; a reference may wait for (``.result()``) one made before it."""
+    return _REFERENCES.submit(reference, *args, **kwargs)
+
+
+def settle(cases: list[Case]) -> None:
+    """Put every ``later`` reference of ``cases`` in place (waiting for those still being computed)."""
+    for case in cases:
+        expected: Any = case.expected
+        if isinstance(expected, Future):
+            case.expected = expected = list(expected.result())
+        if any(isinstance(want, Future) for want in expected):
+            case.expected = [want.result() if isinstance(want, Future) else want for want in expected]
 
 
 @dataclass

@@ -198,9 +198,12 @@ def built_cases(lab: Lab, seed: int = 0) -> list[Case]:
     """Every case of the lab's plan, built from ``checks.py`` as the grader builds them (the references too:
     seconds for some labs, so ``ringlab lab test`` builds them once for the checks below)."""
     from labs.host.grader import Grader, plan
+    from labs.host.judge import settle
 
     _, checks = Grader.load_checks(lab.folder)
-    return [case for group in plan(checks, list(lab.spec.world_sizes), seed) for case in group.cases]
+    cases = [case for group in plan(checks, list(lab.spec.world_sizes), seed) for case in group.cases]
+    settle(cases)
+    return cases
 
 
 def case_problems(lab: Lab, cases: Sequence[Case] | None = None) -> list[str]:

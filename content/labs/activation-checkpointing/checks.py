@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, result, tallies, training
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, later, load_public, result, tallies, training
 
 LAYERS, DIM, HEADS, BATCH, TOKENS, DROPOUT = 12, 32, 2, 2, 16, 0.1
 SEGMENTS = (2, 3, 4, 6)  # every one divides the 12 blocks; 3 and 4 are the nearest to sqrt(12)
@@ -56,7 +56,13 @@ def bounds() -> dict[str, Any]:
     return {"plain_kept": plain["kept_bytes"], "plain_peak": plain["peak_bytes"], "peaks": peaks, "allowed": allowed}
 
 
-def _case(seed: int, k: int, expected: dict[str, Any], dims: dict[str, int], check: str) -> Case:
+def _expected(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Plain backpropagation through the whole stack: the output and the gradients every case must match."""
+    plain = load_public(__file__, "driver").reference(inputs)
+    return {"output": plain["output"], "grads": plain["grads"]}
+
+
+def _case(seed: int, k: int, expected: Any, dims: dict[str, int], check: str) -> Case:
     parts = {"output": ["output"], "gradients": ["grads"]}
     if check == "memory":  # a memory case's values are judged too, and its memory counts only if they are right
         parts["memory"] = ["output", "grads"]
@@ -77,15 +83,12 @@ def _case(seed: int, k: int, expected: dict[str, Any], dims: dict[str, int], che
 
 def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     """Every segment count on the small stack (values, recomputation), then each memory case alone."""
-    driver = load_public(__file__, "driver")
     n = world_sizes[0]
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
-    plain = driver.reference(_inputs(seed, 1))
-    expected = {"output": plain["output"], "grads": plain["grads"]}
+    expected = later(_expected, _inputs(seed, 1))
     out = [Phase(None, n, [_case(seed, k, expected, SMALL, "output") for k in VALUES_SEGMENTS])]
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
-    plain = driver.reference(_inputs(seed, 1, MEMORY))
-    expected = {"output": plain["output"], "grads": plain["grads"]}
+    expected = later(_expected, _inputs(seed, 1, MEMORY))
     for k in MEMORY_SEGMENTS:
         out.append(Phase(f"memory, {k} segments", n, [_case(seed, k, expected, MEMORY, "memory")]))
     return out

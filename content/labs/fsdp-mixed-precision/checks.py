@@ -11,11 +11,12 @@ serves to tell the student which mistake the numbers show.
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import Future
 from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, GroupRun, Outcome, load_public, result, training, wire
+from labs.authoring import Case, Facts, GroupRun, Outcome, later, load_public, result, training, wire
 
 DIMS = {"width": 120, "blocks": 2}  # 6 Linear layers of 120 x 120 + a LayerNorm: 349,440 float32 bytes
 BATCH = 24
@@ -65,15 +66,25 @@ def shards(world_size: int, gen: torch.Generator) -> list[dict[str, Any]]:
     return out
 
 
+def _first_losses(emulated: Future[dict[str, Any]], world_size: int) -> list[dict[str, Any]]:
+    want = emulated.result()
+    return [{"loss": want["losses"][r][0]} for r in range(world_size)]
+
+
+def _trained(emulated: Future[dict[str, Any]], world_size: int) -> list[dict[str, Any]]:
+    want = emulated.result()
+    return [{"grads": want["grads"], "params": want["params"]}] * world_size
+
+
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     inputs = shards(world_size, gen)
-    want = DRIVER.emulate(inputs)
+    emulated = later(DRIVER.emulate, inputs)
     # Only the loss is scored; the dtypes the driver saw come from inside the rank and only help the hints.
-    losses = [{"loss": want["losses"][r][0]} for r in range(world_size)]
+    losses = later(_first_losses, emulated, world_size)
     label = f"the first training step on a global batch of {BATCH}"
     parts, tolerance = {"forward": ["loss"]}, {"loss": LOSS_TOLERANCE}
     step = Case("forward", "wrap", label, inputs, losses, measure=True, driver="step", parts=parts, tolerance=tolerance)
-    trained = [{"grads": want["grads"], "params": want["params"]}] * world_size
+    trained = later(_trained, emulated, world_size)
     label, rows = f"{STEPS} AdamW steps on a global batch of {BATCH}", [dict(i) for i in inputs]
     parts, tolerance = {"gradients": ["grads"], "parameters": ["params"]}, TOLERANCE.get(world_size, TOLERANCE[4])
     return [step, Case("gradients", "wrap", label, rows, trained, driver="finish", parts=parts, tolerance=tolerance)]

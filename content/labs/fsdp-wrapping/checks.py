@@ -16,7 +16,19 @@ from typing import Any
 import torch
 from torch import nn
 
-from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, result, training, wire
+from labs.authoring import (
+    Case,
+    Facts,
+    Outcome,
+    Phase,
+    case_failure,
+    later,
+    load_public,
+    memory_peak,
+    result,
+    training,
+    wire,
+)
 
 STRATEGIES = ("per-layer", "per-block", "whole-model")
 DIMS = {"width": 120, "blocks": 2}  # 6 Linear layers of 120 x 120 + a LayerNorm: 698,880 float64 bytes
@@ -99,7 +111,7 @@ def expected_probe(model: nn.Module, strategy: str, world_size: int) -> dict[str
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     base = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY}
-    trained = DRIVER.reference(base)
+    trained = later(DRIVER.reference, base)
     model = DRIVER.build_model(seed, DIMS)
     out = []
     for strategy in STRATEGIES:
@@ -114,7 +126,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
     return out
 
 
-def memory_case(strategy: str, seed: int, expected: list[dict[str, Any]]) -> Case:
+def memory_case(strategy: str, seed: int, expected: Any) -> Case:
     inputs = {"seed": seed, "dims": MEMORY_DIMS, "batch": MEMORY_BATCH, "strategy": strategy}
     net = DRIVER.Net(MEMORY_DIMS["width"], MEMORY_DIMS["blocks"], torch.float64)
     mib = sum(_nbytes(p) for p in net.parameters()) / 2**20
@@ -129,7 +141,8 @@ def phases(world_sizes: list[int], gen: torch.Generator) -> list[Phase]:
     out = [Phase(None, n, cases(n, gen)) for n in world_sizes]
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     # Every strategy must compute the same loss and gradients: one reference for all memory cases.
-    expected = DRIVER.memory_reference({"seed": seed, "dims": MEMORY_DIMS, "batch": MEMORY_BATCH}, MEMORY_WORLD_SIZE)
+    memory = {"seed": seed, "dims": MEMORY_DIMS, "batch": MEMORY_BATCH}
+    expected = later(DRIVER.memory_reference, memory, MEMORY_WORLD_SIZE)
     for strategy in PEAK_ALLOWED_MIB:
         out.append(Phase(f"memory, {strategy}", MEMORY_WORLD_SIZE, [memory_case(strategy, seed, expected)]))
     return out

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, Phase, case_failure, load_public, memory_peak, result, training
+from labs.authoring import Case, Facts, Outcome, Phase, case_failure, later, load_public, memory_peak, result, training
 
 DIMS = [64, 256, 64, 8]  # 33,608 float64 parameters: 262.6 KiB; full AdamW state is twice that
 BATCH = 24  # global batch: equal shards on 2, 3 and 4 ranks
@@ -75,7 +75,7 @@ def memory_reference(inputs: dict[str, Any]) -> dict[str, Any]:
 
 def training_case(world_size: int, seed: int) -> Case:
     inputs = {"seed": seed, "dims": DIMS, "batch": BATCH, "steps": STEPS, **HYPER}
-    expected = reference(inputs)
+    expected = later(reference, inputs)
     label = f"{STEPS} AdamW steps of an MLP {'-'.join(map(str, DIMS))} on a global batch of {BATCH}"
     rows, want = [dict(inputs) for _ in range(world_size)], [expected] * world_size
     parts = {"first-step": ["first"], "parameters": ["params"], "zero-grad": ["grads"]}
@@ -91,7 +91,7 @@ def memory_numel() -> int:
 
 def memory_case(world_size: int, seed: int) -> Case:
     inputs = {"seed": seed, **MEMORY, **HYPER}
-    expected = memory_reference(inputs)
+    expected = later(memory_reference, inputs)
     label = (
         f"{MEMORY['steps']} steps of {MEMORY['layers']} layers of {MEMORY['width']} x {MEMORY['width']}"
         f" ({memory_numel() * 8 / 2**20:.1f} MiB of parameters), one ZeroAdamW per layer"

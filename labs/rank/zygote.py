@@ -131,6 +131,7 @@ class Zygote:
         self.open_call: int | None = None  # the call whose inputs are out and whose results are not all in
         self.window: Window | None = None
         self.injector: faults.Injector | None = None  # this group's fault plan, received after the fork
+        self.exiting: list[int] = []  # stores killed, and ranks that outlived the group's end, not yet reaped
 
     def tell(self, meta: dict[str, Any], payload: bytes = b"") -> None:
         channel.send(self.fd, meta, payload)
@@ -173,19 +174,8 @@ class Zygote:
     def fork_ranks(self, g: int, group: dict[str, Any]) -> list[RankState]:
         ranks: list[RankState] = []
         sandboxed = bool(self.job.get("sandboxed", True))
-        if self.job.get("entry") == "script":
-            # torchrun's agent store, as rank 0's uid: it serves this submission's ranks, trusted with nothing.
-            uid = self.job["uid_base"] + 8 * g
-            group["agent"], group["master_ports"] = script.start_agent_store(
-                int(group["world_size"]), len(group["calls"]), uid, sandboxed, self.fd
-            )
-        else:
-            # The group's store, served by a process of its own (a uid no rank has) that listens before any
-            # rank starts; the ranks are its clients, and its traffic is counted with the ranks' own.
-            uid = self.job["uid_base"] + 8 * g + STORE_SLOT
-            group["agent"], (group["store_port"],) = script.start_agent_store(
-                int(group["world_size"]), 1, uid, sandboxed, self.fd
-            )
+        if "agent" not in group:  # the first group's; each later one's started while the group before it joined
+            self.start_store(g)
         for r in range(int(group["world_size"])):
             parent, child = socket.socketpair()
             out_r, out_w = os.pipe()
@@ -221,6 +211,8 @@ class Zygote:
         # The worker places each rank in its own cgroup (by pid), then sends every call's inputs, which
         # stay here until the call's window opens.
         self.tell({"kind": "need_inputs", "group": g, "pids": [rs.pid for rs in ranks]})
+        if g + 1 < len(self.job["groups"]):  # while the worker places these ranks and they join their group
+            self.start_store(g + 1)
         for _ in range(len(ranks) * len(group["calls"])):
             got = channel.recv(self.fd, MAX_INPUT)
             if got is None:
@@ -234,6 +226,44 @@ class Zygote:
                 os._exit(0)
             self.injector = faults.Injector(got[0]["plan"], str(self.job["shared_dir"]), [rs.uid for rs in ranks])
         return ranks
+
+    def start_store(self, g: int) -> None:
+        """Group ``g``'s store, listening before any of its ranks starts.
+
+        A script lab's is torchrun's agent store, as rank 0's uid: a store per launch (call), trusted with
+        nothing. Otherwise a process of its own (a uid no rank has) serves the group's store; the ranks are
+        its clients, and its traffic is counted with the ranks' own.
+        """
+        group = self.job["groups"][g]
+        sandboxed = bool(self.job.get("sandboxed", True))
+        if self.job.get("entry") == "script":
+            uid = self.job["uid_base"] + 8 * g
+            group["agent"], group["master_ports"] = script.start_agent_store(
+                int(group["world_size"]), len(group["calls"]), uid, sandboxed, self.fd
+            )
+        else:
+            uid = self.job["uid_base"] + 8 * g + STORE_SLOT
+            group["agent"], (group["store_port"],) = script.start_agent_store(
+                int(group["world_size"]), 1, uid, sandboxed, self.fd
+            )
+        group["agent_uid"] = uid
+
+    def end_store(self, group: dict[str, Any]) -> None:
+        """SIGKILL the group's store (as its uid: the zygote holds no CAP_KILL) without waiting for its exit, and
+        reap what has exited since; the last ones go with the sandbox."""
+        pid = group.pop("agent")
+        if self.job.get("sandboxed", True):
+            faults.kill({pid: int(group["agent_uid"])})
+        else:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        self.exiting.append(pid)
+        for old in list(self.exiting):
+            try:
+                if os.waitpid(old, os.WNOHANG)[0]:
+                    self.exiting.remove(old)
+            except ChildProcessError:
+                self.exiting.remove(old)
 
     def run_group(self, g: int, group: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         ranks = self.fork_ranks(g, group)
@@ -324,10 +354,8 @@ class Zygote:
             self.report_wire(g, ranks)
         self.inputs.clear()
         self.open_call = None
-        if group.get("agent"):
-            self.end_processes({group["agent"]})
-            with contextlib.suppress(OSError):
-                os.waitpid(group["agent"], 0)
+        if group.get("agent"):  # killed, and reaped later: the next group need not wait for its exit
+            self.end_store(group)
         if self.injector is not None:
             self.report_fault(g, ranks)
         return status, infos
@@ -592,11 +620,12 @@ class Zygote:
                 if rs.status is None:
                     pid, st = os.waitpid(rs.pid, os.WNOHANG)
                     rs.status = st if pid else None
-            for key, _ in sel.select(timeout=0.01):
+            for key, _ in sel.select(timeout=0.002):  # a rank whose socket closed is a moment from its exit status
                 rs, kind = key.data
                 if kind == "out":
                     with contextlib.suppress(BlockingIOError, InterruptedError):
                         self.take_output(rs, os.read(key.fd, 1 << 20), sel, key.fd)
+        self.exiting += [rs.pid for rs in ranks if rs.status is None]
         cpu = samples[-1][1] if samples else {}
         infos = []
         for rs in ranks:

@@ -22,7 +22,18 @@ from typing import Any
 
 from labs.host import cgroups, judge, pidns, sandbox, seccomp, template, uids
 from labs.host.feedback import NPROC, OUTPUT_BYTES, summarise
-from labs.host.groups import arm, lease_uids, measure, place_ranks, rank_data, record, seen, send_inputs
+from labs.host.groups import (
+    adopt_sandbox,
+    arm,
+    lease_uids,
+    measure,
+    pack_inputs,
+    place_ranks,
+    rank_data,
+    record,
+    seen,
+    send_inputs,
+)
 from labs.host.judge import Facts, GroupRun, RankRun
 from labs.host.pool import WarmPool
 from labs.spec import DEFAULT_CONTENT, Lab, LabError, load_lab, load_labs
@@ -275,11 +286,9 @@ class Grader:
                 job_groups = self.cgroups.job(
                     ranks=max(g.world_size for g in groups), memory_mb=int(limits["memory_mb"]), pids_per_rank=NPROC
                 )
-                inside = pidns.processes_in(namespace, pidns.descendants(box.proc.pid))
-                job_groups.adopt(inside.values())
-                zygote = inside.get(int(box.info.get("pid") or -1))  # the ranks' parent, on the host
             deadline = time.monotonic() + float(limits["wall_s"]) + 10.0
             box.send({"kind": "job", **job, "uid_base": lease.base})
+            pack_inputs(groups)  # while the zygote starts the first group's store and ranks
             while True:
                 got = box.receive(deadline)
                 if got is None:
@@ -293,6 +302,8 @@ class Grader:
                 if kind == "need_inputs":
                     g = current = int(meta["group"])
                     if "pids" in meta and job_groups is not None and namespace is not None:
+                        if zygote is None:  # with the first ranks (one stall of the kernel's cgroup lock, not two)
+                            zygote = adopt_sandbox(job_groups, namespace, box, meta["pids"])
                         place_ranks(job_groups, namespace, g, meta["pids"], zygote)  # before student code runs
                     send_inputs(box, groups[g], per_call="pids" in meta)
                     if groups[g].fault is not None:  # after the fork: held by the zygote alone (labs/rank/faults.py)
@@ -320,7 +331,7 @@ class Grader:
                 with contextlib.suppress(OSError, cgroups.CgroupError):
                     measure(job_groups, groups[current], {})
             box.kill()
-            self._reap(job_groups, namespace, lease)
+            self._reap(job_groups, namespace if zygote is None else None, lease)  # adopted: its groups say when
         return end
 
     def _reap(
@@ -333,7 +344,7 @@ class Grader:
             try:
                 if job_groups is not None:
                     job_groups.close()
-                elif namespace is not None:
+                if namespace is not None:  # a sandbox never in the job's group (it ended before its first ranks)
                     pidns.wait_empty(namespace)
             finally:
                 if lease is not None:

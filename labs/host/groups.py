@@ -23,22 +23,45 @@ def lease_uids() -> uids.UidLease:
         raise sandbox.SandboxError(f"no rank uids could be leased: {exc}") from exc
 
 
+def pack(tree: Any) -> bytes:
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(tree, buffer)
+    return buffer.getvalue()
+
+
+def pack_inputs(groups: list[GroupRun]) -> None:
+    """Every call's inputs for every rank, serialized while the zygote starts the first group."""
+    for group in groups:
+        for i, c in enumerate(group.cases):
+            for rank in range(group.world_size):
+                group.packed[(rank, i)] = pack([c.inputs[rank]])
+
+
 def send_inputs(box: sandbox.Sandbox, group: GroupRun, *, per_call: bool) -> None:
     """Each rank's own inputs: one message per call (``{"kind": "inputs", "rank", "call"}``, payload
     ``torch.save([args])``) or, from a zygote that sends no pids, one per rank with every call's."""
-    import torch
-
     for rank in range(group.world_size):
         if not per_call:
-            buffer = io.BytesIO()
-            torch.save([[c.inputs[rank]] for c in group.cases], buffer)
-            box.send({"kind": "inputs", "rank": rank}, buffer.getvalue())
+            box.send({"kind": "inputs", "rank": rank}, pack([[c.inputs[rank]] for c in group.cases]))
             continue
         # The zygote hands a rank call i's inputs only when it opens call i's measurement window.
         for i, c in enumerate(group.cases):
-            buffer = io.BytesIO()
-            torch.save([c.inputs[rank]], buffer)
-            box.send({"kind": "inputs", "rank": rank, "call": i}, buffer.getvalue())
+            payload = group.packed.get((rank, i)) or pack([c.inputs[rank]])
+            box.send({"kind": "inputs", "rank": rank, "call": i}, payload)
+
+
+def adopt_sandbox(
+    job: cgroups.JobCgroups, namespace: tuple[int, int], box: sandbox.Sandbox, ranks: list[Any]
+) -> int | None:
+    """The sandbox's own processes (its init, the zygote, the first group's store) into the job's group, when the
+    zygote asks for the first group's inputs: no student code has run, and none runs before its rank is placed.
+    Every process of the sandbox's pid namespace: a zygote forked from the template is no descendant of the
+    sandbox's first process. Returns the zygote's host pid (the ranks' parent)."""
+    inside = pidns.processes_in(namespace)
+    job.adopt(host for pid, host in inside.items() if pid not in ranks)
+    return inside.get(int(box.info.get("pid") or -1))
 
 
 def place_ranks(

@@ -112,6 +112,7 @@ class GroupRun:
     fault: dict[str, Any] | None = None  # Phase.fault: the plan the zygote carried out (never sent to a rank)
     # What the zygote observed and did for that plan (labs.rank.faults.Injector.close); empty without a plan.
     fault_report: dict[str, Any] = field(default_factory=dict)
+    packed: dict[tuple[int, int], bytes] = field(default_factory=dict)  # (rank, call) -> its inputs, serialized
 
     @property
     def name(self) -> str:

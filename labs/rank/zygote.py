@@ -211,8 +211,6 @@ class Zygote:
         # The worker places each rank in its own cgroup (by pid), then sends every call's inputs, which
         # stay here until the call's window opens.
         self.tell({"kind": "need_inputs", "group": g, "pids": [rs.pid for rs in ranks]})
-        if g + 1 < len(self.job["groups"]):  # while the worker places these ranks and they join their group
-            self.start_store(g + 1)
         for _ in range(len(ranks) * len(group["calls"])):
             got = channel.recv(self.fd, MAX_INPUT)
             if got is None:
@@ -225,6 +223,8 @@ class Zygote:
             if got is None:
                 os._exit(0)
             self.injector = faults.Injector(got[0]["plan"], str(self.job["shared_dir"]), [rs.uid for rs in ranks])
+        if g + 1 < len(self.job["groups"]):  # while these ranks join; the worker has put the zygote in the job's group
+            self.start_store(g + 1)
         return ranks
 
     def start_store(self, g: int) -> None:

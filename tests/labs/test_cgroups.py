@@ -251,6 +251,49 @@ def test_the_memory_peak_grows_with_what_the_code_holds(two_graders) -> None:
         assert big - small >= 250 << 20, (small, big)
 
 
+def memory_group(pid: int) -> str | None:
+    """The path of ``pid``'s memory cgroup (v1's memory line, else v2's single one)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    paths = {parts[1]: parts[2] for parts in (line.split(":", 2) for line in lines)}
+    return next((path for names, path in paths.items() if "memory" in names.split(",")), paths.get(""))
+
+
+def parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+@needs_cgroups
+def test_the_zygote_and_the_stores_it_starts_are_in_the_jobs_group(two_graders) -> None:
+    grader = two_graders[0]
+    assert grader.cgroups is not None
+    code = "import time\n_t = time.monotonic()\nwhile time.monotonic() < _t + 1.5:\n    pass\n" + solution(RING)
+    verdicts = {}
+    thread = threading.Thread(target=lambda: verdicts.update(v=grader.grade(RING, code, world_sizes=[2, 3])))
+    thread.start()
+    ranks: dict[int, str] = {}
+    deadline = time.monotonic() + 20
+    while not ranks and time.monotonic() < deadline:
+        time.sleep(0.1)
+        for name in os.listdir("/proc"):
+            path = memory_group(int(name)) if name.isdigit() else None
+            if path and grader.cgroups.name in path and "-rank" in path.rsplit("/", 1)[-1]:
+                ranks[int(name)] = path
+    assert ranks, "no rank was seen in a rank's group"
+    zygotes = {parent(pid) for pid in ranks}
+    assert len(zygotes) == 1
+    zygote = zygotes.pop()
+    job = next(iter(ranks.values())).rsplit("/", 1)[0]
+    assert memory_group(zygote) == f"{job}/sandbox"
+    # The zygote's other children are the stores: the first group's, and the next one's, started as this one joined.
+    stores = [pid for pid in pidns.children(zygote) if pid not in ranks]
+    assert stores and all(memory_group(pid) == f"{job}/sandbox" for pid in stores), stores
+    thread.join()
+    assert verdicts["v"].status == "passed", verdicts["v"].message
+
+
 @needs_cgroups
 def test_no_group_is_left_behind(two_graders) -> None:
     from labs.host.grader import Grader

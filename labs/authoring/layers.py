@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from labs.authoring.rules import all_reduce_bytes, layer_call, layer_problems
+from labs.host.judge import later
 
 if TYPE_CHECKING:  # torch is imported where it is used, so that loading a checks module stays fast
     import torch
@@ -62,12 +64,17 @@ def calls(
     tolerance = dict.fromkeys(keys, TOLERANCE)
     out = []
     for n, (key, problem, parts) in enumerate(layer_problems(world_size, gen, problems, draw)):
-        forward, backward = expected(problem, parts)
+        both = later(expected, problem, parts)  # computed while the ranks run (``labs.host.judge.later``)
+        forward, backward = later(_part, both, 0), later(_part, both, 1)
         run: Tree = {"key": key, "problem": problem, "parts": parts, "measured": n == 0, "tolerance": tolerance}
         out.append(
             (problem, layer_call("forward", expected=forward, **run), layer_call("backward", expected=backward, **run))
         )
     return out
+
+
+def _part(both: Future[tuple[Any, Any]], i: int) -> Any:
+    return both.result()[i]
 
 
 def all_reduce(

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ MAX_CODE = 256 * 1024  # the submission API refuses larger code with 413
 # (and uids are leased per job, labs.host.uids), stays as a backstop well above it.
 NPROC_BACKSTOP = 4 * NPROC
 ALLOW_NO_CGROUPS_ENV = "RINGLAB_ALLOW_NO_CGROUPS"
+SWITCH_INTERVAL_S = 0.0005
 FAULT_ATTEMPTS = 3  # runs of a job whose planned crash landed late on a loaded machine, the last one judged
 
 
@@ -106,6 +108,10 @@ class Grader:
         self.reaping: list[threading.Thread] = []  # finished jobs being cleaned up (``_reap``)
         self.reaping_lock = threading.Lock()
         self.jobs = 0
+        # A thread computing a lab's references (judge.later) holds the GIL for up to the switch interval each
+        # time the grading loop wants it back to answer the sandbox: 0.5 ms instead of Python's 5 ms (interleaved,
+        # 8 gradings each: activation-checkpointing 1.109 -> 1.049 s, tp-attention 1.110 -> 1.058 s).
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
 
     def close(self) -> None:
         if self.pool is not None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import torch
 
+from labs.host.judge import settle
 from labs.rank import trees
 from labs.spec import DEFAULT_CONTENT
 from labs.spec.mutants import Mutant
@@ -89,6 +90,7 @@ def lab() -> tuple[Any, Any]:
 def lost_checks(checks: Any, code: str, world_size: int, seed: int) -> set[str]:
     """The checks a submission fails at one world size, judged as the lab's checks.py judges them."""
     cases = checks.cases(world_size, torch.Generator().manual_seed(seed))
+    settle(cases)  # the references a lab computes ``later``, in place as the grader puts them
     run = tp_ranks.run(code, LAB / "driver.py", world_size, [tp_ranks.Call(c.driver, c.inputs) for c in cases])
     tol = dict.fromkeys(checks.KEYS, checks.TOLERANCE)
     lost = set()

@@ -144,21 +144,35 @@ def _report(g: GroupRun, i: int, rank: int) -> dict[str, Any]:
     return got if isinstance(got, dict) else {}
 
 
-def _complete(data: bytes) -> bool:
-    """A whole ``torch.save`` archive: its zip directory (written last) lists stored entries, data.pkl among
-    them, whose bytes are all there with their CRCs right. Read with zipfile; nothing is unpickled."""
+def archive_state(data: bytes) -> str:
+    """``"whole"``: a whole ``torch.save`` archive: its zip directory (written last) lists stored entries, data.pkl
+    among them, whose bytes are all there with their CRCs right. ``"changed"``: all there, but an entry's bytes do
+    not match the CRC written beside them (a tensor changed while ``torch.save`` was writing it: a question for
+    the snapshot check, not of how the file was put on disk). ``"torn"``: anything else. Read with zipfile;
+    nothing is unpickled."""
+    state = "whole"
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             entries = archive.infolist()
             if not any(e.filename.rsplit("/", 1)[-1] == "data.pkl" for e in entries):
-                return False
+                return "torn"
             for entry in entries:
                 if entry.compress_type != zipfile.ZIP_STORED or entry.file_size > len(data):
-                    return False
-                archive.read(entry)  # raises on a CRC that does not match
+                    return "torn"
+                try:
+                    archive.read(entry)
+                except zipfile.BadZipFile as exc:
+                    if not str(exc).startswith("Bad CRC-32"):
+                        raise
+                    state = "changed"
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, KeyError, NotImplementedError):
-        return False
-    return True
+        return "torn"
+    return state
+
+
+def _complete(data: bytes) -> bool:
+    """All of a ``torch.save`` archive's bytes are there (``archive_state``), whatever its tensors held."""
+    return archive_state(data) != "torn"
 
 
 # ---- snapshot: each checkpoint holds the state of its step -------------------------------------------------

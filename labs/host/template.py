@@ -19,6 +19,12 @@ zygote's memory is the template's, which holds torch and the engine's code and n
 job. Killing the sandbox (its bwrap) kills its pid namespace and so the zygote and its ranks.
 Needs root (``setns`` into another process's namespaces); the worker falls back to cold starts
 otherwise.
+
+Once warm, the template gathers its anonymous memory (~200 MB: the heap and Python's arenas) into
+2 MiB pages (``huge_pages``): a fork copies one entry per 2 MiB instead of one per 4 KiB page, and
+each of the zygote's forks (a store, a rank) takes 2-3 ms instead of 10-15. A child's first write
+to such a page splits it and copies 4 KiB, as before, so what a rank's control group is charged is
+unchanged.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ import traceback
 
 from labs.host.sandbox import ENV, LABS_DIR, SandboxError
 
+MADV_COLLAPSE = 25  # Linux 6.1+: make huge pages of a range now, whatever the THP settings
+HUGE = 1 << 21
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 CAP_SETGID, CAP_SETUID = 6, 7
 CAPABILITY_VERSION_3 = 0x20080522
@@ -47,6 +55,27 @@ NAMESPACES = [("ipc", 0x08000000), ("uts", 0x04000000), ("net", 0x40000000), ("c
 LAUNCH = "import sys; sys.path.insert(0, {path!r}); from labs.host.template import main; main()"
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def huge_pages(maps: str = "/proc/self/maps") -> int:
+    """Collapse this process's private anonymous memory into huge pages; the number of 2 MiB pages made.
+
+    Best effort: an older kernel (no ``MADV_COLLAPSE``) or a range that cannot be collapsed is left as it is.
+    """
+    made = 0
+    with open(maps, encoding="ascii") as f:
+        lines = f.read().splitlines()
+    for line in lines:
+        fields = line.split()
+        name = fields[5] if len(fields) > 5 else ""
+        if name not in ("", "[heap]") or not fields[1].startswith("rw") or fields[1][3] != "p":
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        start, end = -(-start // HUGE) * HUGE, end // HUGE * HUGE
+        if end > start and _libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
+            made += (end - start) // HUGE
+    return made
 
 
 def available() -> bool:
@@ -196,6 +225,7 @@ def main() -> None:
 
     environment = dict(os.environ)
     zygote.warm(json.loads(sys.argv[2]) if len(sys.argv) > 2 else [])
+    huge_pages()
     # Some imports set variables (torch._inductor its cache dir): a zygote starts with the
     # sandbox's environment and nothing else, as a cold one does.
     os.environ.clear()

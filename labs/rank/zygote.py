@@ -14,6 +14,7 @@ sandbox once the zygote reports the end, so no rank outlives its job.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import selectors
 import signal
@@ -37,6 +38,9 @@ MAX_JOB_RESULTS = 64 << 20  # every result of a job together: what the worker ho
 MAX_FILES_BYTES = 32 << 20  # contents of the files a phase leaves in the shared directory, sent for judging
 MAX_FILES = 4096
 STALL_S = 1.5
+# Modules torch imports lazily on paths every rank takes (reading its inputs, a backward pass): the template
+# imports them once, so no rank pays for them.
+RANK_IMPORTS = ("torch.utils.serialization", "torch.profiler._cupti_monitor")
 SAMPLE_S = 0.1
 BUSY_CPU_FRACTION = 0.2
 CRASH_GRACE_S = 0.1  # in a phase that expects a crash: how long the other ranks may end on their own
@@ -647,12 +651,13 @@ def warm(modules: list[str] | None = None) -> None:
 
     assert dist.is_gloo_available()
     preload(modules or [])
+    for name in RANK_IMPORTS:  # imported at every rank's first torch.load or backward otherwise
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def preload(modules: list[str]) -> None:
     """Import the modules a lab's code would import lazily (``lab.yaml``'s ``preload``)."""
-    import importlib
-
     for name in modules:
         if name not in sys.modules:
             importlib.import_module(name)

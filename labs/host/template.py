@@ -58,24 +58,30 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
-def huge_pages(maps: str = "/proc/self/maps") -> int:
-    """Collapse this process's private anonymous memory into huge pages; the number of 2 MiB pages made.
-
-    Best effort: an older kernel (no ``MADV_COLLAPSE``) or a range that cannot be collapsed is left as it is.
-    """
-    made = 0
-    with open(maps, encoding="ascii") as f:
-        lines = f.read().splitlines()
-    for line in lines:
+def private_ranges(maps: str) -> list[tuple[int, int]]:
+    """The 2 MiB-aligned parts of the private, writable, anonymous mappings (the heap included) in ``maps``
+    (the text of /proc/PID/maps)."""
+    out = []
+    for line in maps.splitlines():
         fields = line.split()
         name = fields[5] if len(fields) > 5 else ""
         if name not in ("", "[heap]") or not fields[1].startswith("rw") or fields[1][3] != "p":
             continue
         start, end = (int(x, 16) for x in fields[0].split("-"))
         start, end = -(-start // HUGE) * HUGE, end // HUGE * HUGE
-        if end > start and _libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
-            made += (end - start) // HUGE
-    return made
+        if end > start:
+            out.append((start, end))
+    return out
+
+
+def huge_pages(maps: str = "/proc/self/maps") -> int:
+    """Collapse this process's private anonymous memory into huge pages; the number of 2 MiB pages made.
+
+    Best effort: an older kernel (no ``MADV_COLLAPSE``) or a range that cannot be collapsed is left as it is.
+    """
+    with open(maps, encoding="ascii") as f:
+        ranges = private_ranges(f.read())
+    return sum((end - start) // HUGE for start, end in ranges if _libc.madvise(start, end - start, MADV_COLLAPSE) == 0)
 
 
 def available() -> bool:

@@ -200,3 +200,24 @@ def test_the_templates_memory_is_in_huge_pages_so_each_fork_copies_little() -> N
         assert sizes["AnonHugePages"] >= sizes["Anonymous"] // 2, sizes
     finally:
         pool.close()
+
+
+def test_making_huge_pages_is_best_effort(tmp_path: Path) -> None:
+    """Only private, writable, anonymous memory is collapsed, in whole 2 MiB pages; a range the kernel refuses
+    (here: not mapped at all) is left as it is."""
+    text = (
+        "100000100000-100000600000 rw-p 00000000 00:00 0 \n"
+        "100000600000-100000a00000 rw-s 00000000 00:05 12 /dev/zero (deleted)\n"
+        "100000a00000-100000e00000 r--p 00000000 00:00 0 \n"
+        "100000e00000-100001200000 rw-p 00000000 08:01 99 /usr/lib/libfoo.so\n"
+        "100001200000-100001400000 rw-p 00000000 00:00 0 [heap]\n"
+        "100001400000-100001500000 rw-p 00000000 00:00 0 \n"
+    )
+    mib2 = 0x200000
+    assert template.private_ranges(text) == [
+        (0x100000200000, 0x100000200000 + mib2 * 2),
+        (0x100001200000, 0x100001400000),
+    ]
+    maps = tmp_path / "maps"
+    maps.write_text(text, encoding="ascii")
+    assert template.huge_pages(str(maps)) == 0

@@ -170,11 +170,6 @@ def archive_state(data: bytes) -> str:
     return state
 
 
-def _complete(data: bytes) -> bool:
-    """All of a ``torch.save`` archive's bytes are there (``archive_state``), whatever its tensors held."""
-    return archive_state(data) != "torn"
-
-
 # ---- snapshot: each checkpoint holds the state of its step -------------------------------------------------
 
 COPY = (
@@ -368,7 +363,7 @@ def _crash_problem(g: GroupRun, i: int, case: Case, r: int, crash_at: int, previ
     data = files[newest]
     size = g.file_sizes.get(f"{case.inputs[0]['folder']}/rank-{r}/step-{newest}.pt", 0)
     if newest > previous:
-        if data is not None and _complete(data):
+        if data is not None and archive_state(data) != "torn":  # every byte there, whatever its tensors held
             return (
                 f"{where}: step-{newest}.pt is a whole archive although the process crashed in the middle of"
                 " writing it: it was not written through write()",
@@ -386,7 +381,7 @@ def _crash_problem(g: GroupRun, i: int, case: Case, r: int, crash_at: int, previ
             f" is step-{newest}.pt",
             "",
         )
-    if data is None or not _complete(data):
+    if data is None or archive_state(data) == "torn":
         return f"{where}: step-{previous}.pt, the newest checkpoint after the crash, is not a whole archive", ""
     return None, ""
 

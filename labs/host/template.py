@@ -21,10 +21,10 @@ Needs root (``setns`` into another process's namespaces); the worker falls back 
 otherwise.
 
 Once warm, the template gathers its anonymous memory (~200 MB: the heap and Python's arenas) into
-2 MiB pages (``huge_pages``): a fork copies one entry per 2 MiB instead of one per 4 KiB page, and
-each of the zygote's forks (a store, a rank) takes 2-3 ms instead of 10-15. A child's first write
-to such a page splits it and copies 4 KiB, as before, so what a rank's control group is charged is
-unchanged.
+2 MiB pages (``huge_pages``): a fork copies one entry per 2 MiB instead of one per 4 KiB page. Its
+own forks take 2-3 ms instead of 10-15, and the zygote's (a store, a rank) 7-9 ms, since the zygote's
+writes split part of them again. A child's first write to such a page splits it and copies 4 KiB, as
+before, so what a rank's control group is charged is unchanged.
 """
 
 from __future__ import annotations

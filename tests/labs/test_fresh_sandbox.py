@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.host import template
+from labs.host import template, uids
 from labs.host.pool import WarmPool
 from labs.host.sandbox import SandboxError
 
@@ -115,9 +115,12 @@ def probe(grader) -> dict[str, object]:
 def test_a_forked_zygote_is_confined_like_a_cold_one_and_holds_no_more_capabilities(both) -> None:
     forked, cold = (probe(g) for g in both)
     processes = ("zygote", "rank")
-    assert {k: v for k, v in forked.items() if k not in processes} == {
-        k: v for k, v in cold.items() if k not in processes
-    }
+    # The uid is rank 0's of whichever block the job leased (labs.host.uids), free blocks being taken by the
+    # jobs of other tests alike: the same place in a block either way, not the same block.
+    apart = (*processes, "uid")
+    assert {k: v for k, v in forked.items() if k not in apart} == {k: v for k, v in cold.items() if k not in apart}
+    for uid in (forked["uid"], cold["uid"]):
+        assert isinstance(uid, int) and uid >= uids.UID_BASE and (uid - uids.UID_BASE) % uids.BLOCK == 0, uid
     for who in processes:
         mine, theirs = forked[who], cold[who]
         seccomp = "2" if who == "rank" else "0"  # a rank runs under its seccomp filter (labs.host.seccomp)

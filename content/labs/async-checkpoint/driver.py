@@ -22,8 +22,10 @@ In the grader's run with a *held* storage (``mode="held"``) a write is never rel
 loop is inside the ``save`` that started it: a ``save`` that waits for its own write then waits
 forever, and the grader sees the rank hang. In the run with a crash (``mode="crash"``) writes are
 not held, and the write of the step ``crash_at`` writes half its bytes and ends the process, as a
-machine that fails in the middle of a write. What is judged is read outside your processes, from
-the files left in each folder; what ``train`` returns (what the storage saw) is only quoted.
+machine that fails in the middle of a write; the ``save`` of that step begins only once the earlier
+writes have ended (their threads finished or asleep), so the crash always comes in its write. What
+is judged is read outside your processes, from the files left in each folder; what ``train`` returns
+(what the storage saw) is only quoted.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ class Storage:
         self._inside: tuple[int, str, int | None] | None = None  # the loop's current call: (number, kind, step)
         self._closed = False
         self._loop = threading.current_thread()  # the thread of the training loop
-        self._last: tuple[int, int] | None = None
+        self._looks: dict[int, tuple[int, int] | None] = {}  # where the loop's thread was at the last look
+        self._writers: dict[int, threading.Thread] = {}  # the threads that called write(), by ident
         self.extra = 0  # write() calls beyond one per save
 
     # ---- the training loop's side --------------------------------------------------------------------
@@ -88,6 +91,8 @@ class Storage:
     def call(self, kind: str, step: int | None = None) -> Iterator[None]:
         """Around the loop's call of your ``save`` (``kind="save"``) or ``wait``."""
         with self._cond:
+            if self.mode == "crash" and kind == "save" and step == self.crash_at:
+                self._settle()
             self._calls += 1
             number = self._calls
             if kind == "save" and step is not None:
@@ -132,6 +137,7 @@ class Storage:
         with self._cond:
             n = self._writes
             self._writes += 1
+            self._writers[threading.get_ident()] = threading.current_thread()
             job = self._saves[n] if n < len(self._saves) else None
             if job is None:
                 self.extra += 1
@@ -175,7 +181,8 @@ class Storage:
                 self._cond.wait()  # nothing to release it until the loop calls save or wait again
                 continue
             if inside != watched:
-                watched, polls, seen, self._last = inside, 0, 0, None
+                watched, polls, seen = inside, 0, 0
+                self._looks.clear()
             self._cond.wait(POLL_S)
             if self._inside != watched:
                 continue
@@ -184,20 +191,41 @@ class Storage:
             if seen >= BLOCKED or polls >= PATIENCE:
                 return
 
+    def _settle(self) -> None:
+        """Crash mode, entering the save of ``crash_at``: first the earlier saves' writes end, and the threads that
+        wrote them finish or sleep (so whatever your code does after ``write`` returns, a rename say, is done).
+        The crash then comes in this save's write, whichever thread is scheduled first. Waits at most PATIENCE
+        looks (a checkpointer that writes an earlier step later still crashes, in whichever write comes)."""
+        seen: dict[int, tuple[int, int] | None] = {}
+        quiet = 0
+        for _ in range(PATIENCE):
+            if all(s.done for s in self._saves):
+                writers = [t for t in self._writers.values() if t is not self._loop and t.is_alive()]
+                quiet = quiet + 1 if all(_waits(t, seen) for t in writers) else 0
+                if quiet >= BLOCKED or not writers:
+                    return
+            self._cond.wait(POLL_S)
+
     def _loop_waits(self) -> bool:
         """The loop's thread sleeps at the same instruction as at the last look (blocked, not running)."""
-        frame = sys._current_frames().get(self._loop.ident or -1)
-        if frame is None:
+        return _waits(self._loop, self._looks)
+
+
+def _waits(thread: threading.Thread, last: dict[int, tuple[int, int] | None]) -> bool:
+    """``thread`` sleeps at the same instruction as at its last look, kept in ``last`` (blocked, not running)."""
+    ident = thread.ident or -1
+    frame = sys._current_frames().get(ident)
+    if frame is None:
+        return False
+    f: Any = frame
+    while f is not None:  # Thread.start waits for the new thread to run: starting one is not waiting
+        if f.f_code.co_name == "start" and f.f_code.co_filename.endswith("threading.py"):
+            last[ident] = None
             return False
-        f: Any = frame
-        while f is not None:  # Thread.start waits for the new thread to run: starting one is not waiting
-            if f.f_code.co_name == "start" and f.f_code.co_filename.endswith("threading.py"):
-                self._last = None
-                return False
-            f = f.f_back
-        where = (id(frame), frame.f_lasti)
-        same, self._last = where == self._last, where
-        return same and _sleeping(self._loop.native_id)
+        f = f.f_back
+    where = (id(frame), frame.f_lasti)
+    same, last[ident] = where == last.get(ident), where
+    return same and _sleeping(thread.native_id)
 
 
 def _sleeping(tid: int | None) -> bool:

@@ -146,7 +146,8 @@ def _score(v: Verdict) -> str:
 
 
 def table(lab: Lab, rows: list[Row], *, verbose: bool = False) -> str:
-    """The rows as a plain-text table a person reads in a terminal; ``verbose`` adds every check's message."""
+    """The rows as a plain-text table a person reads in a terminal; ``verbose`` adds every check's message, and a
+    row that is not as it must be always shows its failed checks' messages."""
     lines = [f"{'file':40} {'expected':9} {'status':14} {'score':>9} {'time':>7}  note"]
     for row in rows:
         v = row.verdict
@@ -165,6 +166,8 @@ def table(lab: Lab, rows: list[Row], *, verbose: bool = False) -> str:
             if row.mutant is not None:
                 lines.append(f"    mistake: {row.mutant.mistake}")
             lines += [_check_line(c.id, c.score, c.points, c.passed, c.message) for c in v.checks]
+        elif not row.ok:  # what went wrong, in the grader's words: a grading that is not as it must be may not recur
+            lines += [_check_line(c.id, c.score, c.points, c.passed, c.message) for c in v.checks if not c.passed]
     return "\n".join(lines)
 
 

@@ -133,6 +133,27 @@ def test_a_grading_matches_its_header_only_when_exactly_its_checks_fail() -> Non
     ]
 
 
+def test_the_proofs_table_shows_why_a_row_is_wrong_in_the_graders_words(lab) -> None:
+    """A row that is not as it must be prints its failed checks' messages whole (a flaky grading shows what it said
+    the one time it went wrong); a row that is as it must be stays one line."""
+    from labs.host.prove import Row, table
+    from labs.verdict import CheckResult, Verdict
+
+    said = "world size 2: rank 0's total is 3.0, not 6.0: " + "the ranks' parts were never summed " * 4
+    checks = [CheckResult("total", "Total", 4, False, 0.0, said), CheckResult("local", "Local", 2, True, 2.0, "ok")]
+    verdict = Verdict("tree-lab", "failed", 2.0, 6, "1 of 2 checks passed", checks, elapsed_s=0.5)
+    wrong = mutant({"local"}, says=("in the ring",))
+    rows = [
+        Row("mutants/a.diff", "mutant", verdict, mutants.mismatches(wrong, checks), wrong),
+        Row("mutants/b.diff", "mutant", verdict, [], mutant({"total"})),
+    ]
+    lines = table(load_lab(lab.folder), rows).splitlines()
+    assert len(lines) == 4, lines
+    assert "WRONG: passes local, which it should lose" in lines[1] and "do not say 'in the ring'" in lines[1]
+    assert lines[2] == "    FAIL total 0/4: " + said
+    assert lines[3].startswith("mutants/b.diff") and lines[3].endswith("ok: loses total")
+
+
 MUTANTS = {
     "no_all_reduce.diff": ("never all-reduces: each rank's total is its own part", NO_ALL_REDUCE, ["total"]),
     "unscaled.diff": ("forgets the scale", SOLUTION.replace("local = x * scale", "local = x"), ["total", "local"]),

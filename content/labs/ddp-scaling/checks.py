@@ -199,7 +199,8 @@ def _same(got: float, want: float) -> bool:
 
 
 def _mistake(got: float, case: Case, n: int, calls: int) -> str:
-    """The mistake that explains a wrong throughput at ``n`` ranks (``calls`` all-reduces per step), or ""."""
+    """The mistakes that explain a wrong throughput at ``n`` ranks (``calls`` all-reduces per step), in words, or ""
+    (every one that fits: where two give the same figure, naming one would guess)."""
     inputs = case.inputs[0]
     clock, batch, nbytes = inputs["clock"], int(inputs["batch"]), gradient_bytes(case)
     p = model_clock.step_seconds(clock, n, batch, calls, nbytes)
@@ -237,21 +238,21 @@ def _mistake(got: float, case: Case, n: int, calls: int) -> str:
         ),
         (batch / (t - p["latency"] - p["bandwidth"]), "it leaves out the all-reduce's cost altogether"),
     ]
-    for value, why in named:
-        if _same(got, value) and not _same(value, batch / t):
-            return why
+    fits = [why for value, why in named if _same(got, value) and not _same(value, batch / t)]
     if n > 1 and got > 0:
         # The number of all-reduces the student's figure prices, everything else right.
         priced = (batch / got - p["compute"] - p["update"] - p["bandwidth"]) / (2 * (n - 1) * clock["alpha_s"])
         k = round(priced)
         if k != calls and k >= 0 and abs(priced - k) < 1e-6 * max(1, k):
             made = "one all-reduce per parameter tensor, say" if calls == len(case.expected[0]["params"]) else ""
-            return (
+            fits.append(
                 f"it prices {k} all-reduce{'s' if k != 1 else ''} per step, but your ranks made {calls}"
                 + (f" ({made})" if made else "")
                 + ", counted on the wire: each all-reduce pays the latency 2(N-1) alpha"
             )
-    return ""
+    if len(fits) > 1:
+        return f"either {fits[0]}; or {'; or '.join(fits[1:])} (these give the same figure here)"
+    return fits[0] if fits else ""
 
 
 def _figure(got: Any) -> float | None:

@@ -56,3 +56,17 @@ def test_a_figure_two_mistakes_give_names_both() -> None:
     priced_once = checks.model_clock.step_seconds(apart.inputs[0]["clock"], 2, batch, 1, checks.gradient_bytes(apart))
     said = checks._mistake(batch / priced_once["step"], apart, 2, 6)
     assert said.startswith("it prices 1 all-reduce per step, but your ranks made 6"), said
+
+
+def test_a_figure_without_latency_is_said_as_that_not_as_a_count_of_all_reduces() -> None:
+    """No latency is the price of 0 all-reduces, and alpha once per all-reduce on 2 ranks the price of half of
+    them: the same mistake in two words. The message gives it once, as the mistake about the latency."""
+    checks = _checks()
+    case = _world_size_2_case(checks, 410, 20)
+    inputs, nbytes = case.inputs[0], checks.gradient_bytes(case)
+    batch, alpha = int(inputs["batch"]), inputs["clock"]["alpha_s"]
+    parts = checks.model_clock.step_seconds(inputs["clock"], 2, batch, 6, nbytes)
+    said = checks._mistake(batch / (parts["step"] - parts["latency"]), case, 2, 6)
+    assert said.startswith("it leaves out the latency") and "either" not in said and "prices" not in said, said
+    said = checks._mistake(batch / (parts["step"] - parts["latency"] + 6 * alpha), case, 2, 6)
+    assert said.startswith("it charges alpha once per all-reduce") and "either" not in said, said

@@ -205,17 +205,19 @@ def _mistake(got: float, case: Case, n: int, calls: int) -> str:
     clock, batch, nbytes = inputs["clock"], int(inputs["batch"]), gradient_bytes(case)
     p = model_clock.step_seconds(clock, n, batch, calls, nbytes)
     t = p["step"]
+    # These two price the latency of another whole number of all-reduces: said as themselves, not as a count.
+    no_latency, alpha_once = batch / (t - p["latency"]), batch / (t - p["latency"] + calls * clock["alpha_s"])
     named = [
         ((batch / n) / t, "that is one rank's samples per second: the throughput counts every rank's examples, B / t"),
         (t, "that is the step time in seconds: the throughput is the global batch over it, B / t"),
         (
-            batch / (t - p["latency"]),
+            no_latency,
             "it leaves out the latency: "
             + (f"each of the {calls} all-reduces per step" if calls > 1 else "an all-reduce")
             + " pays 2(N-1) alpha, one alpha for each of the ring's 2(N-1) messages",
         ),
         (
-            batch / (t - p["latency"] + calls * clock["alpha_s"]),
+            alpha_once,
             "it charges alpha once per all-reduce: a ring all-reduce sends 2(N-1) messages in turn (N-1 to"
             " reduce-scatter, N-1 to all-gather), each paying alpha",
         ),
@@ -239,7 +241,7 @@ def _mistake(got: float, case: Case, n: int, calls: int) -> str:
         (batch / (t - p["latency"] - p["bandwidth"]), "it leaves out the all-reduce's cost altogether"),
     ]
     fits = [why for value, why in named if _same(got, value) and not _same(value, batch / t)]
-    if n > 1 and got > 0:
+    if n > 1 and got > 0 and not (_same(got, no_latency) or _same(got, alpha_once)):
         # The number of all-reduces the student's figure prices, everything else right.
         priced = (batch / got - p["compute"] - p["update"] - p["bandwidth"]) / (2 * (n - 1) * clock["alpha_s"])
         k = round(priced)

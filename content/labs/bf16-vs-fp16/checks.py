@@ -339,7 +339,11 @@ def _losses_hint(g: Any, i: int, case: Case, rank: int) -> str:
             " nan, and the weights took it in. Skip optimizer.step() when any gradient is not finite."
         )
     first = torch.tensor(got[:1], dtype=torch.float64)
-    if not torch.allclose(first, want[:1], rtol=LOSS_TOLERANCE[0], atol=LOSS_TOLERANCE[1]):
+    first_right = torch.allclose(first, want[:1], rtol=LOSS_TOLERANCE[0], atol=LOSS_TOLERANCE[1])
+    # A forward done another way can land within the tolerance of the reference's first loss (a 16-bit result
+    # rounds close now and then: 1 draw in 200): it is named wherever the first loss is measurably not the
+    # reference's and is that forward's, to 1e-6.
+    if not math.isclose(got[0], float(want[0]), rel_tol=1e-6):
         ways = {
             "cast": f"the whole model cast to {name} (model.to(dtype) or .half()) instead of autocast",
             "float32": "a float32 forward: no autocast around the model",
@@ -352,6 +356,7 @@ def _losses_hint(g: Any, i: int, case: Case, rank: int) -> str:
                     f' torch.autocast("cpu", dtype=torch.{name}): the Linear layers and matrix products compute in'
                     f" {name} while the parameters (and their gradients) stay float32."
                 )
+    if not first_right:
         return (
             f' The first loss is already not that of the float32 model\'s forward under torch.autocast("cpu",'
             f" dtype=torch.{name})."

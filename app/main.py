@@ -30,6 +30,7 @@ from app.flashcards.mine_views import router as flashcards_mine_router
 from app.flashcards.views import router as flashcards_router
 from app.instructors.api import router as instructors_api
 from app.instructors.views import router as instructors_router
+from app.labs import watch
 from app.labs.api import router as labs_api
 from app.labs.views import router as labs_router
 from app.lti import sender as lti_sender
@@ -64,7 +65,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # Keep serving what is already loaded; the problems are for the author.
                 log.error("content not synced, still serving the last good content:\n%s", exc)
         app.state.lti_sender = asyncio.create_task(lti_sender.run(app.state.sessionmaker, settings.lti_send_every))
+        watch.close_on_exit(app.state.watch)
         yield
+        app.state.watch.close()
         app.state.lti_sender.cancel()
         if app.state.writer_thread is not None:
             app.state.writer_thread.shutdown()
@@ -75,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.readers = make_sessionmaker(engine, read_only=True)
+    app.state.watch = watch.Watch(lambda: app.state.readers)  # held polls of waiting submissions (?wait=)
     sqlite = engine.dialect.name == "sqlite"
     app.state.write_turns = asyncio.Lock() if sqlite else None
     app.state.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="sqlite-writer") if sqlite else None

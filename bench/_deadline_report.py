@@ -77,8 +77,8 @@ def summary(
     waits = [(r.finished_at - r.submitted_at).total_seconds() for r in found.values() if r.finished_at]
     print(spread("submit -> verdict (database clock)", waits))
     seen = [s.seen_s for s in acked if s.seen_s is not None]
-    pace = f"every {args.poll:g} s" if args.poll else "when the server's poll_after_s says"
-    print(spread(f"submit -> verdict seen by the student (polling {pace})", seen))
+    pace = f"polling every {args.poll:g} s" if args.poll else "held polls, as the lab page asks"
+    print(spread(f"submit -> verdict seen by the student ({pace})", seen))
     first: dict[int, float] = {}
     for s in acked:
         r = found.get(s.id or 0)
@@ -124,9 +124,12 @@ def summary(
         total = sum(seconds for _, seconds, _ in rush.cpu)
         shares = ", ".join(f"{label} {share:.0%} ({seconds:.0f} s)" for label, seconds, share in rush.cpu)
         print(f"  CPU during the rush ({total:.0f} CPU-seconds of {os.cpu_count()} CPUs): {shares}")
-    polls = len(rush.labs.times.get("poll", []))
+    plain, held = (rush.labs.times.get(name, []) for name in ("poll", "held poll"))
     if acked:
-        print(f"  polls per submission: {polls / len(acked):.1f}")
+        print(
+            f"  polls per submission: {(len(plain) + len(held)) / len(acked):.1f} "
+            f"({len(plain)} plain, {len(held)} held until the status changed or for the server's long_poll_s)"
+        )
 
     study = [v for name in STUDY for v in rush.study.times.get(name, [])]
     if study:

@@ -34,13 +34,17 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: floa
 
 
 def make_students(database: Path | str, n: int, prefix: str = "bench") -> list[str]:
-    """``n`` students and an API token each, straight in the database (sign-in is not what we measure).
+    """``n`` students and an API token each, straight in the database (sign-in is not what we measure),
+    each a student of the default course (work belongs to a course: its content must be synced first).
 
     ``database`` is a SQLite file, or a SQLAlchemy URL (a PostgreSQL database)."""
     from datetime import timedelta
 
     from app.accounts.models import User
     from app.accounts.service import hasher, issue_api_token
+    from app.content.courses import DEFAULT_COURSE
+    from app.courses.models import CourseRole
+    from app.courses.service import enroll
     from app.db import make_engine, make_sessionmaker, session_scope, utcnow
 
     engine = make_engine(database if isinstance(database, str) else f"sqlite:///{database}")
@@ -51,6 +55,7 @@ def make_students(database: Path | str, n: int, prefix: str = "bench") -> list[s
             user = User(username=f"{prefix}{i}", username_key=f"{prefix}{i}", password_hash=password)
             session.add(user)
             session.flush()
+            enroll(user.id, DEFAULT_COURSE, CourseRole.student, session=session)
             tokens.append(issue_api_token(user, session=session, now=utcnow(), ttl=timedelta(hours=2)).token)
     engine.dispose()
     return tokens

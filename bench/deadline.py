@@ -14,8 +14,9 @@ as many at once as there are workers, left out of every figure):
 - **the rush**: each student arrives at a random moment of ``--window`` seconds and submits two or
   three real solutions (a lab's reference or one of its mutants, half and half) to ``--labs``, one
   after another (one in flight per lab, as the app allows), polling each over the JSON API until its
-  verdict, each time after the pause the server's ``poll_after_s`` asks for (as its pages do; ``--poll``
-  fixes one instead), and thinking 1-5 s before the next; meanwhile ``--studying`` other students take
+  verdict as its pages do: each request held by the server (``?wait=``, its last ``long_poll_s``) until
+  the status changes, asked again 0.25 s after each answer (``--poll S``: a plain poll every S seconds
+  instead), and thinking 1-5 s before the next; meanwhile ``--studying`` other students take
   Module 202 and rate flashcards through the JSON API;
 - **back to back**: the web processes stop and the same submissions are re-graded, all queued at
   once, by the same workers.
@@ -76,6 +77,7 @@ CONTENT = REPO / "content"
 LABS = "memory-estimate,lamb,tiled-attention,ring-allreduce"  # fast CPU labs, one to three groups of ranks
 QUIZ, DECK = "module-202", "mire-dis-train"
 THINK_S = (1.0, 5.0)  # reading a verdict before the next submission
+PAUSE_S = 0.25  # between a held poll's answer and the next, as the lab page waits
 STUDY_THINK_MS = (1000, 4000)  # between a studying student's requests
 
 
@@ -130,17 +132,25 @@ async def submitter(
         if created is None:
             continue
         sent.id = int(created.json()["id"])
-        pause = poll or 0.3
+        pause, hold = poll or 0.3, 0.0
         while time.perf_counter() - began < max_wait:
             await asyncio.sleep(pause)
-            got = await rush.labs.call("poll", client.get(f"/api/v1/submissions/{sent.id}", headers=auth))
+            held = f"?wait={hold:g}" if hold else ""  # a long poll: answered when the status changes
+            kind = "held poll" if hold else "poll"  # a held poll's time is its hold: not a web latency
+            got = await rush.labs.call(kind, client.get(f"/api/v1/submissions/{sent.id}{held}", headers=auth))
             if got is None:
+                pause, hold = 1.0, 0.0
                 continue
             body = got.json()
             if body["status"] not in ("queued", "running"):
                 sent.status, sent.seen_s = body["status"], time.perf_counter() - began
                 break
-            pause = poll or float(body.get("poll_after_s") or 1.0)  # as the server says, as its pages do
+            if poll:  # --poll: a plain poll every so often
+                continue
+            # As the pages do: held up to the server's long_poll_s, asked again after a short pause.
+            pause, hold = PAUSE_S, float(body.get("long_poll_s") or 0) or 0.0
+            if not hold:
+                pause = float(body.get("poll_after_s") or 1.0)
 
 
 async def studier(client: httpx.AsyncClient, rec: Recorder, token: str, stop: asyncio.Event) -> None:

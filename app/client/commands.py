@@ -120,17 +120,20 @@ def submit(
 
 def _watch(api: Api, submission_id: int, *, print_line: Callable[[str], Any]) -> dict[str, Any]:
     """Poll until the submission is done, printing each new progress line; the finished body."""
-    said = None
+    said, hold = None, 0.0
     try:
         while True:
-            body: dict[str, Any] = api.get(f"/api/v1/submissions/{submission_id}")
+            held = f"?wait={hold:g}" if hold else ""  # held by the server until the status changes
+            body: dict[str, Any] = api.get(f"/api/v1/submissions/{submission_id}{held}")
             line = fmt.progress_line(body)
             if line is None:
                 return body
             if line != said:
                 print_line(line)
                 said = line
-            time.sleep(fmt.next_poll_s(body))
+            hold = fmt.next_hold_s(body)
+            if not hold:  # a server without long polls: ask again after the pause it gives
+                time.sleep(fmt.next_poll_s(body))
     except KeyboardInterrupt:
         page = f"{api.server}/labs/submissions/{submission_id}"
         sys.stderr.write(f"\nstopped watching; submission {submission_id} is still being graded: {page}\n")

@@ -10,6 +10,7 @@ from labs.verdict import show_points
 # Exit statuses of `ringlab submit`: scripts and CI can tell a lab to finish from a broken set-up.
 FULL_MARKS, BELOW_FULL_MARKS, NOT_GRADED = 0, 1, 2
 POLL_MIN_S, POLL_MAX_S, POLL_DEFAULT_S = 0.2, 30.0, 1.0
+HOLD_MAX_S = 25.0  # a held request's longest hold: the client's timeout is 30 s
 
 
 def labs_table(labs: list[dict[str, Any]]) -> str:
@@ -58,6 +59,15 @@ def next_poll_s(submission: dict[str, Any]) -> float:
     if not isinstance(after, int | float):
         return POLL_DEFAULT_S
     return min(POLL_MAX_S, max(POLL_MIN_S, float(after)))
+
+
+def next_hold_s(submission: dict[str, Any]) -> float:
+    """How long the server may hold the next request (``?wait=``, answered when the status changes): its
+    long_poll_s, at most HOLD_MAX_S (under the client's timeout); 0 when it offers none (poll instead)."""
+    hold = submission.get("long_poll_s")
+    if not isinstance(hold, int | float) or hold <= 0:
+        return 0.0
+    return min(HOLD_MAX_S, float(hold))
 
 
 def result_lines(submission: dict[str, Any]) -> list[str]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.deps import ApiUser, RowId, SessionDep, api_user, bearer
+from app.deps import Api, ApiUser, RowId, SessionDep, api_user, bearer
 from app.exercises.service import lab_best_scores
-from app.labs import catalog, queue_view, service
+from app.labs import catalog, queue_view, service, watch
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.schemas import LabDetailOut, LabListOut, LabOut, SubmissionCreated, SubmissionIn, SubmissionOut
@@ -42,6 +42,7 @@ def submission_out(submission: Submission, lab: Lab, *, session: Session) -> Sub
             "queue_position": queued.position if queued else None,
             "estimated_wait_s": round(wait, 1) if wait is not None else None,
             "poll_after_s": None if submission.done else queue_view.poll_after_s(queued),
+            "long_poll_s": None if submission.done else queue_view.long_poll_s(queued),
             "score": points_number(submission.score),
             "max_score": submission.max_score,
             "verdict": None if verdict is None or not submission.done else verdict,
@@ -99,7 +100,30 @@ def submit(lab_id: str, body: SubmissionIn, request: Request, session: SessionDe
 
 
 @router.get("/submissions/{submission_id}")
-def get_submission(submission_id: RowId, request: Request, session: SessionDep, user: ApiUser) -> SubmissionOut:
+async def get_submission(
+    submission_id: RowId,
+    request: Request,
+    call: Api,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=watch.MAX_WAIT_S,
+            description="hold the request up to this many seconds until the status changes (a long poll); "
+            "the last answer's long_poll_s is the hold to ask for",
+        ),
+    ] = 0,
+) -> SubmissionOut:
+    if wait and (status := await call.read(_waiting_status, submission_id)) is not None:
+        await request.app.state.watch.until_changed(submission_id, status, wait)
+    return await call.read(_submission, submission_id)
+
+
+def _waiting_status(user: Principal, session: Session, submission_id: int) -> str | None:
+    return service.waiting_status(submission_id, user, session=session)
+
+
+def _submission(user: Principal, session: Session, submission_id: int) -> SubmissionOut:
     submission = service.get_submission(submission_id, user, session=session)
     lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
     return submission_out(submission, lab, session=session)

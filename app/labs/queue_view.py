@@ -135,6 +135,25 @@ def poll_after_s(estimate: Estimate | None) -> float:
     return round(min(high, max(low, estimate.wait_s / 10)), 1)
 
 
+HOLD_S = (5.0, 25.0)  # a held request (?wait=) about a job behind others: a quarter of its expected wait
+HOLD_UNKNOWN_S = 10.0
+
+
+def long_poll_s(estimate: Estimate | None) -> float:
+    """How long a client that asks with ``?wait=`` should let the server hold its next request.
+
+    A held request is answered as soon as the status changes, so a job that runs, or that a free
+    worker takes next, is held the longest: its verdict ends the hold. A job behind others is
+    answered after a quarter of its expected wait (5 to 25 s) with its new place: the line it shows
+    is at most a quarter stale, in about 9 requests over a 4-minute wait instead of some 25 polls."""
+    if estimate is None or not estimate.waits:
+        return HOLD_S[1]
+    if estimate.wait_s is None:
+        return HOLD_UNKNOWN_S
+    low, high = HOLD_S
+    return round(min(high, max(low, estimate.wait_s / 4)), 1)
+
+
 def is_long(estimate: Estimate, threshold_s: float) -> bool:
     """The lab page warns before a submission: the wait passes the threshold, or jobs wait with no worker."""
     if estimate.workers == 0:

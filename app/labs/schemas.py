@@ -97,6 +97,12 @@ class SubmissionOut(BaseModel):
         description="while not done, how many seconds to wait before asking again: 0.5 while it runs or is "
         "next, a tenth of the expected wait (2 to 30 s) while it waits behind others; null once done",
     )
+    long_poll_s: float | None = Field(
+        default=None,
+        description="while not done, the hold to ask for with ?wait= when asking again at once (a long poll): "
+        "the answer comes as soon as the status changes, else after this many seconds with the queue's news; "
+        "null once done",
+    )
     score: int | float | None = Field(description="points to one decimal (7.5), whole at full marks (10)")
     max_score: int | None
     verdict: VerdictOut | None

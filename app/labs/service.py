@@ -122,6 +122,12 @@ def get_submission(submission_id: int, user: Principal, *, session: Session) -> 
     return submission
 
 
+def waiting_status(submission_id: int, user: Principal, *, session: Session) -> str | None:
+    """The status a long poll is held on while the submission is not done; None once done (or NotFound)."""
+    submission = get_submission(submission_id, user, session=session)
+    return None if submission.done else submission.status.value
+
+
 def history(lab_id: str, user_id: int, *, session: Session, limit: int = 50) -> list[Submission]:
     query = select(S).where(S.lab_id == lab_id, S.user_id == user_id).order_by(S.id.desc()).limit(limit)
     return list(session.scalars(query))

@@ -8,16 +8,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
 
 from app.content.markdown import render as markdown
 from app.courses import extensions
 from app.courses import policy as course_policy
-from app.db import utcnow
+from app.db import session_scope, utcnow
 from app.deps import CurrentUser, OptionalUser, RequireStaff, RowId, SessionDep
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.instructors import exports
-from app.labs import catalog, charts, hints, listing, outcome, queue_view, reference, review, service, wire
+from app.labs import catalog, charts, hints, listing, outcome, queue_view, reference, review, service, watch, wire
 from app.labs.catalog import PublishedLab as Lab
 from app.labs.models import Submission
 from app.labs.settings import LabSettings
@@ -28,6 +29,7 @@ router = APIRouter(prefix="/labs", tags=["labs"])
 # htmx events, named once: the history table reloads when a result arrives.
 EVENT_CHANGED = "labs-submission-changed"
 NO_STORE = {"Cache-Control": "no-store"}
+PAUSE_MS = 250  # between one held poll's answer and the next: a held poll is answered when the status changes
 
 
 def _settings(request: Request) -> LabSettings:
@@ -78,7 +80,9 @@ def result_view(
         "wire": wire.comparison(verdict or {}),
         "charts": charts.check_charts(checks),
         "output": sorted((verdict or {}).get("output", {}).items()),
-        "poll_ms": int(1000 * queue_view.poll_after_s(queued)),
+        # The fragment asks again after this pause, held up to hold_s until the status changes (a long poll).
+        "poll_ms": PAUSE_MS,
+        "hold_s": queue_view.long_poll_s(queued),
         # A GPU-only lab's queued job says what it waits for, and whether any worker could take it.
         "gpu_waiting": not submission.done and service.gpu_waiting(lab, session=session, now=utcnow()),
         "hints": hints.states(lab, submission.user_id, session=session) if own else {},
@@ -142,13 +146,29 @@ def lab_list(request: Request, session: SessionDep, user: OptionalUser) -> HTMLR
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(
+async def submission_page(
     submission_id: RowId,
     request: Request,
     session: SessionDep,
     user: CurrentUser,
     said: Annotated[str, Query(max_length=200)] = "",
+    wait: Annotated[float, Query(ge=0, le=watch.MAX_WAIT_S)] = 0,
 ) -> Response:
+    # The result's fragment asks again at once with ?wait=: held until the status changes (see app.labs.watch).
+    # The hold reads in a session of its own, so the request's own holds no connection while it waits.
+    if wait and _partial(request):
+        readers = request.app.state.readers
+        if (status := await run_in_threadpool(_waiting_status, readers, submission_id, user)) is not None:
+            await request.app.state.watch.until_changed(submission_id, status, wait)
+    return await run_in_threadpool(_submission_page, submission_id, request, session, user, said)
+
+
+def _waiting_status(readers: sessionmaker[Session], submission_id: int, user: Principal) -> str | None:
+    with session_scope(readers) as session:
+        return service.waiting_status(submission_id, user, session=session)
+
+
+def _submission_page(submission_id: int, request: Request, session: Session, user: Principal, said: str) -> Response:
     submission = service.get_submission(submission_id, user, session=session)
     lab = catalog.submitted_lab(session, submission.lab_id, submission.lab_version)
     # An instructor looking at a student's work: named as theirs, read-only, no Submit.

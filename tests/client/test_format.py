@@ -100,3 +100,10 @@ def test_fetch_writes_the_statement_the_starter_and_the_public_files() -> None:
         "starter.py": "def f(): ...\n",
         "driver.py": "import student\n",
     }
+
+
+def test_a_held_poll_asks_for_the_servers_hold_within_the_clients_timeout() -> None:
+    assert fmt.next_hold_s({"long_poll_s": 6.2}) == 6.2
+    assert fmt.next_hold_s({"long_poll_s": 60}) == fmt.HOLD_MAX_S  # under the 30 s timeout of a request
+    assert fmt.next_hold_s({"long_poll_s": None}) == 0.0  # an older server: a plain poll instead
+    assert fmt.next_hold_s({}) == 0.0

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -227,8 +228,18 @@ def test_a_postgresql_restart_loses_nothing_and_grades_each_submission_once(
         # A cold worker imports torch and warms its sandbox first.
         wait_for("the slow one running", lambda: status(client, slow, ada)["status"] == "running", 180, site.worker)
 
+        # A poll held (?wait=) on the queued one when the server goes: answered at once, with the 503.
+        queued = next(sid for sid, (_, code) in sent.items() if code == WRONG)
+        holding = ThreadPoolExecutor(1)
+        held = holding.submit(client.get, f"/api/v1/submissions/{queued}?wait=25", headers=auth(bob))
+        time.sleep(1.0)
+        assert not held.done()
+
         cluster.stop()  # pg_ctl stop -m immediate: every connection cut, as in a crash
         stopped = time.monotonic()
+        assert_unavailable(held.result(timeout=10), "application/json")
+        holding.shutdown()
+        assert time.monotonic() - stopped < 10  # not held for the rest of its 25 s
         assert_unavailable(client.get(f"/api/v1/submissions/{slow}", headers=auth(ada)), "application/json")
         assert_unavailable(client.post(submit, json={"code": RIGHT}, headers=auth(cy)), "application/json")
         assert_unavailable(client.get("/quizzes"), "text/html")  # the route's query

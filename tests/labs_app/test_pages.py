@@ -113,16 +113,17 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
 ) -> None:
     signed_in(client, session)
     sid, fragment = submit(client)
-    # A job that waits with no estimate (no worker runs here) polls every 3 s; one a worker is about to
-    # take, every 0.5 s.
-    assert 'hx-trigger="load delay:3000ms"' in fragment and "position" in fragment
+    # A job that waits with no estimate (no worker runs here) is asked about again at once, and the
+    # server holds the request until its status changes, 10 s at most.
+    assert 'hx-trigger="load delay:250ms"' in fragment and "?wait=10.0&said=" in fragment
+    assert "position" in fragment
     assert "<html" not in fragment
     # Polled fragments replace the result: it is no live region. A job that waits (no worker runs here)
     # has its queue line said once, by the page's #announcer; a poll that shows the same line says nothing.
     line = "Queued: position 1 in the queue; no grading worker that can take it is running now."
     assert "aria-live" not in fragment and f'data-announce="{line}"' in fragment
-    poll = re.search(r'hx-get="([^"]+)"', fragment).group(1)  # type: ignore[union-attr]
-    assert "data-announce" not in client.get(poll.replace("&amp;", "&"), headers=HX).text
+    poll = re.search(r'hx-get="[^"]+wait=10.0&([^"]+)"', fragment).group(1)  # type: ignore[union-attr]
+    assert "data-announce" not in client.get(f"/labs/submissions/{sid}?{poll}", headers=HX).text
     grade(session, clock, VERDICT)
     done = client.get(f"/labs/submissions/{sid}", headers=HX)
     assert done.headers["HX-Trigger"] == "labs-submission-changed"

@@ -12,11 +12,13 @@ from app.labs.queue_view import (
     estimate,
     free_now,
     is_long,
+    long_poll_s,
     median,
     per_minute,
     poll_after_s,
     wait_s,
 )
+from app.labs.watch import changed
 
 
 def snap(*, running: int = 0, workers: int = 1, grade_s: float | None = 10.0, depth: int = 0) -> Snapshot:
@@ -133,3 +135,31 @@ def test_a_client_is_told_when_to_ask_again(
 
 def test_a_running_or_finished_job_is_asked_about_often() -> None:
     assert poll_after_s(None) == 0.5
+
+
+@pytest.mark.parametrize(
+    ("position", "running", "workers", "grade_s", "expected"),
+    [
+        (1, 0, 1, 10.0, 25.0),  # a free worker takes it next: held until it runs, whenever that is
+        (2, 1, 1, 10.0, 6.2),  # 25 s away: its line refreshed after a quarter of that
+        (3, 0, 2, 1.0, 5.0),  # 2 s away: a hold of 5 s at least (the claim ends it anyway)
+        (200, 2, 2, 1.4, 25.0),  # 141.4 s away: 25 s at most
+        (5, 1, 0, 10.0, 10.0),  # no worker can take it: no estimate, a steady hold
+        (5, 1, 1, None, 10.0),  # nothing graded recently: the same
+    ],
+)
+def test_a_held_poll_is_held_a_quarter_of_the_wait(
+    position: int, running: int, workers: int, grade_s: float | None, expected: float
+) -> None:
+    est = estimate(position, snap(running=running, workers=workers, grade_s=grade_s))
+    assert long_poll_s(est) == expected
+
+
+def test_a_running_job_is_held_until_its_verdict() -> None:
+    assert long_poll_s(None) == 25.0
+
+
+def test_a_held_poll_ends_when_its_status_differs_from_any_it_was_held_on() -> None:
+    held = {1: ["queued"], 2: ["running"], 3: ["queued", "running"], 4: ["queued"]}
+    now = {1: "queued", 2: "graded", 3: "running", 5: "queued"}
+    assert changed(held, now) == {2, 3, 4}  # 3: one of its requests saw queued; 4: the row is gone

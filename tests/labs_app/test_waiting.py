@@ -4,6 +4,8 @@ page (said once, by the page's live region), in the API, and as a warning on the
 from __future__ import annotations
 
 import re
+import threading
+import time
 from datetime import timedelta
 
 from fastapi.testclient import TestClient
@@ -137,7 +139,14 @@ def _submit(client: TestClient) -> tuple[int, str]:
 
 
 def _poll_url(fragment: str) -> str:
-    return re.search(r'hx-get="([^"]+)"', fragment).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
+    """The URL the fragment asks again, without its hold (?wait=): these tests read it as a plain poll."""
+    url = re.search(r'hx-get="([^"]+)"', fragment).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
+    return re.sub(r"wait=[\d.]+&?", "", url).rstrip("?")
+
+
+def _hold(fragment: str) -> float:
+    """How long the fragment's next request asks the server to hold it until the status changes."""
+    return float(re.search(r'hx-get="[^"]*[?&]wait=([\d.]+)', fragment).group(1))  # type: ignore[union-attr]
 
 
 def test_a_waiting_submission_shows_its_place_and_wait_and_says_it_once(
@@ -150,7 +159,8 @@ def test_a_waiting_submission_shows_its_place_and_wait_and_says_it_once(
     assert f'data-announce="{line}">{line}</p>' in fragment  # said by the page's #announcer, once
     assert "a job took 40.0 s to grade (the median), and 1 worker grades one job at a time" in fragment
     assert "aria-live" not in fragment  # the swapped section itself is no live region
-    assert 'hx-trigger="load delay:10000ms"' in fragment  # 100 s from its result: polled after a tenth of that
+    assert 'hx-trigger="load delay:250ms"' in fragment  # asked again at once, and held
+    assert _hold(fragment) == 25.0  # 100 s from its result: its line refreshed after a quarter of that at most
     poll = _poll_url(fragment)
     said = "Queued%3A%20position%202%20in%20the%20queue%2C%20about%202%20min%20to%20your%20result."
     assert poll == f"/labs/submissions/{sid}?said={said}"
@@ -162,7 +172,7 @@ def test_a_waiting_submission_shows_its_place_and_wait_and_says_it_once(
     waiting.claim(session, helper, utcnow(), session.get_one(Submission, first))
     moved = client.get(poll, headers=HX).text
     line = "Queued: position 1 in the queue, about 1 min to your result."
-    assert f'data-announce="{line}"' in moved
+    assert f'data-announce="{line}"' in moved and _hold(moved) == 15.0  # 60 s from its result
     assert "data-announce" not in client.get(_poll_url(moved), headers=HX).text
 
     full = client.get(f"/labs/submissions/{sid}").text  # a full page: the line is there, and is not news
@@ -180,12 +190,14 @@ def test_the_api_gives_the_place_and_the_wait_while_queued(
     body = client.get(f"/api/v1/submissions/{created['id']}", headers=auth).json()
     assert (body["queue_position"], body["estimated_wait_s"], body["position"]) == (2, 100.0, 2)
     assert body["poll_after_s"] == 10.0  # a tenth of the wait: a rush's waiting clients are the web's load
+    assert body["long_poll_s"] == 25.0  # or held (?wait=) until the status changes, a quarter of it at most
     helper = waiting.worker(session, unique("w"), utcnow())
     waiting.claim(session, helper, utcnow(), session.get_one(Submission, first))
     mine = waiting.claim(session, helper, utcnow(), session.get_one(Submission, created["id"]))
     body = client.get(f"/api/v1/submissions/{mine.id}", headers=auth).json()
     assert (body["status"], body["queue_position"], body["estimated_wait_s"]) == ("running", None, None)
     assert body["poll_after_s"] == 0.5  # its verdict is close
+    assert body["long_poll_s"] == 25.0  # a held request ends with the verdict
     fields = client.app.openapi()["components"]["schemas"]["SubmissionOut"]["properties"]  # type: ignore[attr-defined]
     assert "null when not queued" in fields["estimated_wait_s"]["description"].lower()
     assert "1 for the next job" in fields["queue_position"]["description"]
@@ -224,4 +236,53 @@ def test_a_job_an_idle_worker_is_about_to_take_polls_quickly(
     waiting.worker(session, unique("w"), utcnow())  # alive and idle: the job is next
     signed_in(client, session)
     _, fragment = _submit(client)
-    assert 'hx-trigger="load delay:500ms"' in fragment, fragment
+    assert _hold(fragment) == 25.0, fragment  # held until a worker takes it, then until its verdict
+
+
+def test_a_held_poll_is_answered_when_the_status_changes_and_else_after_its_hold(
+    client: TestClient, session: Session, lab_settings: LabSettings
+) -> None:
+    helper = waiting.worker(session, unique("w"), utcnow())  # alive and idle: the job is next
+    name = unique("held")
+    make_user(session, name)
+    auth = api_token(client, name)
+    created = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=auth).json()
+    url = f"/api/v1/submissions/{created['id']}"
+
+    began = time.monotonic()
+    quiet = client.get(f"{url}?wait=0.6", headers=auth).json()  # nothing changes: answered after its hold
+    assert quiet["status"] == "queued" and time.monotonic() - began >= 0.6
+    assert quiet["long_poll_s"] == 25.0
+
+    # A worker takes the job 0.3 s into a 20 s hold: the answer comes then, saying it runs.
+    job = session.get_one(Submission, created["id"])
+    claim = threading.Timer(0.3, waiting.claim, (session, helper, utcnow(), job))
+    began = time.monotonic()
+    claim.start()
+    try:
+        held = client.get(f"{url}?wait=20", headers=auth).json()
+    finally:
+        claim.join()
+    assert held["status"] == "running" and time.monotonic() - began < 10
+
+    assert client.get(f"{url}?wait=31", headers=auth).status_code == 422  # holds of 30 s at most
+    other = make_user(session, unique("other"))
+    assert client.get(f"{url}?wait=20", headers=api_token(client, other.username)).status_code == 404  # at once
+
+
+def test_the_result_fragment_held_on_a_queued_job_comes_back_when_it_runs(
+    client: TestClient, session: Session, lab_settings: LabSettings
+) -> None:
+    helper = waiting.worker(session, unique("w"), utcnow())
+    signed_in(client, session)
+    sid, fragment = _submit(client)
+    job = session.get_one(Submission, sid)
+    claim = threading.Timer(0.3, waiting.claim, (session, helper, utcnow(), job))
+    began = time.monotonic()
+    claim.start()
+    try:
+        running = client.get(f"/labs/submissions/{sid}?wait={_hold(fragment)}", headers=HX).text
+    finally:
+        claim.join()
+    assert 'data-status="running"' in running and time.monotonic() - began < 10
+    assert _hold(running) == 25.0  # and held again, until its verdict

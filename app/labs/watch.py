@@ -1,0 +1,128 @@
+"""Long polls: a request about a waiting submission is held until its status changes.
+
+In a rush the waiting students' polls are the web's load: a student far back in the queue asked
+"is it done yet?" every few seconds, and each answer cost a token lookup, the submission and the
+queue's statements. With ``?wait=S`` the request is held instead, and answered the moment the
+submission's status changes (queued to running, running to its verdict) or after ``S`` seconds
+with the queue's news. One ``Watch`` per web process reads the status of every submission it holds
+requests for in one query a tick, whatever the number of waiters, and only while there are any.
+
+A tick that fails (the database restarting) answers every held request at once: each then reads
+the submission as a plain poll would, and gets the database's 503 like any other request. A
+process that is told to stop answers them too, so that it does not wait out their holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
+from types import FrameType
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from app.db import reason, session_scope
+from app.labs.models import Submission
+
+log = logging.getLogger("ringlab.web")
+TICK_S = 0.25  # how often the statuses are read while requests are held: at most this late with a verdict
+MAX_WAIT_S = 30.0  # the longest hold a client may ask for (proxies commonly cut idle requests at 60 s)
+
+
+def changed(held: Mapping[int, Iterable[str]], now: Mapping[int, str]) -> set[int]:
+    """The ids whose status differs from one a request is held on (a row gone counts as a change)."""
+    return {key for key, seen in held.items() if any(now.get(key) != status for status in seen)}
+
+
+class Watch:
+    """Holds requests until a submission's status changes: one query a tick for all of them."""
+
+    def __init__(self, readers: Callable[[], sessionmaker[Session]]):
+        self.readers = readers  # read at each tick: the application's reader sessions as they are then
+        self._held: dict[int, list[tuple[str, asyncio.Future[None]]]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._failing = False
+
+    @property
+    def holding(self) -> int:
+        return sum(len(waiters) for waiters in self._held.values())
+
+    async def until_changed(self, submission_id: int, status: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the submission to leave ``status``; True if it did (or may
+        have: a failed read, or the process stopping, answers at once)."""
+        if self._closed or timeout <= 0:
+            return self._closed
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (status, done)
+        self._held.setdefault(submission_id, []).append(entry)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+        try:
+            await asyncio.wait_for(done, timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            waiters = self._held.get(submission_id, [])
+            with suppress(ValueError):
+                waiters.remove(entry)
+            if not waiters:
+                self._held.pop(submission_id, None)
+
+    def close(self) -> None:
+        """Answer every held request now, and hold no more (the process is stopping)."""
+        self._closed = True
+        self._wake(set(self._held))
+
+    def _wake(self, ids: Iterable[int]) -> None:
+        for key in ids:
+            for _, done in self._held.get(key, []):
+                if not done.done():
+                    done.set_result(None)
+
+    async def _run(self) -> None:
+        while self._held and not self._closed:
+            await asyncio.sleep(TICK_S)
+            ids = list(self._held)
+            try:
+                now = await run_in_threadpool(self._statuses, ids)
+            except Exception as exc:  # the database is down: let each request find out for itself
+                if not self._failing:
+                    log.warning("cannot read the held submissions' statuses (%s); answering them now", reason(exc))
+                self._failing = True
+                self._wake(ids)
+                continue
+            self._failing = False
+            held = {key: [status for status, _ in self._held.get(key, [])] for key in ids}
+            self._wake(changed(held, now))
+
+    def _statuses(self, ids: list[int]) -> dict[int, str]:
+        with session_scope(self.readers()) as session:
+            rows = session.execute(select(Submission.id, Submission.status).where(Submission.id.in_(ids)))
+            return {key: status.value for key, status in rows}
+
+
+def close_on_exit(watch: Watch) -> None:
+    """Answer the held requests as soon as the server is told to stop (SIGTERM, SIGINT).
+
+    The server waits for requests in flight before it shuts the application down: without this a
+    held request would keep it up for the rest of its hold. Chained before the server's own handler,
+    which runs as before."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        before = signal.getsignal(sig)
+        if not callable(before):
+            continue  # default or ignored: the server is not graceful here anyway
+
+        def handler(signum: int, frame: FrameType | None, before: Any = before) -> None:
+            loop.call_soon_threadsafe(watch.close)
+            before(signum, frame)
+
+        with suppress(ValueError):  # not the main thread (a test's server in a thread): nothing to chain
+            signal.signal(sig, handler)

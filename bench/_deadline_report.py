@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 
 from app.labs.models import Submission, SubmissionStatus
@@ -146,7 +147,7 @@ def summary(
     print(f"  back to back: {again_audit.line()}")
     statuses: dict[str, int] = {}
     odd = []
-    changed = 0
+    changed: list[str] = []  # a mutant can score differently on other secret inputs
     for s in acked:
         r = found.get(s.id or 0)
         if r is None:
@@ -156,13 +157,16 @@ def summary(
         if full != s.piece.right:
             odd.append(f"{s.piece.lab}/{s.piece.name}: {r.status} {r.score}/{r.max_score}")
         later = regraded.get(r.id)
-        changed += later is not None and (later.status, later.score) != (r.status, r.score)
+        if later is not None and (later.status, later.score) != (r.status, r.score):
+            changed.append(f"{s.piece.lab}/{s.piece.name}: {r.score} then {later.score}/{r.max_score}")
     print(
         f"  verdicts: {', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}; unexpected (a reference below "
-        f"full marks, or a wrong solution at full marks) {len(odd)}; changed when re-graded {changed}"
+        f"full marks, or a wrong solution at full marks) {len(odd)}; changed when re-graded {len(changed)}"
     )
     for line in odd[:5]:
         print(f"    {line}")
+    for line, n in sorted(Counter(changed).items(), key=lambda item: -item[1])[:10]:
+        print(f"    re-graded differently: {line} ({n}x)")
     print(
         f"  per worker: {per_worker:.1f} graded/min back to back ({os.cpu_count()} CPUs shared by "
         f"{args.workers} workers: {(os.cpu_count() or 1) / args.workers:g} each)"

@@ -78,6 +78,7 @@ LABS = "memory-estimate,lamb,tiled-attention,ring-allreduce"  # fast CPU labs, o
 QUIZ, DECK = "module-202", "mire-dis-train"
 THINK_S = (1.0, 5.0)  # reading a verdict before the next submission
 PAUSE_S = 0.25  # between a held poll's answer and the next, as the lab page waits
+FIRST_HOLD_S = 10.0  # the first ask after submitting is held too, as the terminal client's is
 STUDY_THINK_MS = (1000, 4000)  # between a studying student's requests
 
 
@@ -132,7 +133,7 @@ async def submitter(
         if created is None:
             continue
         sent.id = int(created.json()["id"])
-        pause, hold = poll or 0.3, 0.0
+        pause, hold = (poll, 0.0) if poll else (PAUSE_S, FIRST_HOLD_S)
         while time.perf_counter() - began < max_wait:
             await asyncio.sleep(pause)
             held = f"?wait={hold:g}" if hold else ""  # a long poll: answered when the status changes

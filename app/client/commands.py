@@ -120,7 +120,7 @@ def submit(
 
 def _watch(api: Api, submission_id: int, *, print_line: Callable[[str], Any]) -> dict[str, Any]:
     """Poll until the submission is done, printing each new progress line; the finished body."""
-    said, hold = None, 0.0
+    said, hold = None, fmt.FIRST_HOLD_S
     try:
         while True:
             held = f"?wait={hold:g}" if hold else ""  # held by the server until the status changes

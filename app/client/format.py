@@ -11,6 +11,7 @@ from labs.verdict import show_points
 FULL_MARKS, BELOW_FULL_MARKS, NOT_GRADED = 0, 1, 2
 POLL_MIN_S, POLL_MAX_S, POLL_DEFAULT_S = 0.2, 30.0, 1.0
 HOLD_MAX_S = 25.0  # a held request's longest hold: the client's timeout is 30 s
+FIRST_HOLD_S = 10.0  # the first ask after submitting: held until the status changes, 10 s at most
 
 
 def labs_table(labs: list[dict[str, Any]]) -> str:

@@ -135,7 +135,7 @@ def poll_after_s(estimate: Estimate | None) -> float:
     return round(min(high, max(low, estimate.wait_s / 10)), 1)
 
 
-HOLD_S = (5.0, 25.0)  # a held request (?wait=) about a job behind others: a quarter of its expected wait
+HOLD_S = (10.0, 25.0)  # a held request (?wait=) about a job behind others: a quarter of its expected wait
 HOLD_UNKNOWN_S = 10.0
 
 
@@ -144,8 +144,9 @@ def long_poll_s(estimate: Estimate | None) -> float:
 
     A held request is answered as soon as the status changes, so a job that runs, or that a free
     worker takes next, is held the longest: its verdict ends the hold. A job behind others is
-    answered after a quarter of its expected wait (5 to 25 s) with its new place: the line it shows
-    is at most a quarter stale, in about 9 requests over a 4-minute wait instead of some 25 polls."""
+    answered after a quarter of its expected wait (10 to 25 s) with its new place: the line it shows
+    is at most a quarter stale, or 10 s, in about 9 requests over a 4-minute wait instead of some 25
+    polls, and 4 over a 30-second one."""
     if estimate is None or not estimate.waits:
         return HOLD_S[1]
     if estimate.wait_s is None:

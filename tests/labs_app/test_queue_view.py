@@ -141,8 +141,8 @@ def test_a_running_or_finished_job_is_asked_about_often() -> None:
     ("position", "running", "workers", "grade_s", "expected"),
     [
         (1, 0, 1, 10.0, 25.0),  # a free worker takes it next: held until it runs, whenever that is
-        (2, 1, 1, 10.0, 6.2),  # 25 s away: its line refreshed after a quarter of that
-        (3, 0, 2, 1.0, 5.0),  # 2 s away: a hold of 5 s at least (the claim ends it anyway)
+        (9, 1, 1, 10.0, 23.8),  # 95 s away: its line refreshed after a quarter of that
+        (2, 1, 1, 10.0, 10.0),  # 25 s away: a hold of 10 s at least (the claim ends it anyway)
         (200, 2, 2, 1.4, 25.0),  # 141.4 s away: 25 s at most
         (5, 1, 0, 10.0, 10.0),  # no worker can take it: no estimate, a steady hold
         (5, 1, 1, None, 10.0),  # nothing graded recently: the same

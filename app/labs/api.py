@@ -115,7 +115,7 @@ async def get_submission(
     ] = 0,
 ) -> SubmissionOut:
     if wait and (status := await call.read(_waiting_status, submission_id)) is not None:
-        await request.app.state.watch.until_changed(submission_id, status, wait)
+        await request.app.state.watch.until_news(submission_id, status, wait)
     return await call.read(_submission, submission_id)
 
 

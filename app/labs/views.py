@@ -159,7 +159,7 @@ async def submission_page(
     if wait and _partial(request):
         readers = request.app.state.readers
         if (status := await run_in_threadpool(_waiting_status, readers, submission_id, user)) is not None:
-            await request.app.state.watch.until_changed(submission_id, status, wait)
+            await request.app.state.watch.until_news(submission_id, status, wait)
     return await run_in_threadpool(_submission_page, submission_id, request, session, user, said)
 
 

@@ -3,8 +3,9 @@
 In a rush the waiting students' polls are the web's load: a student far back in the queue asked
 "is it done yet?" every few seconds, and each answer cost a token lookup, the submission and the
 queue's statements. With ``?wait=S`` the request is held instead, and answered the moment the
-submission's status changes (queued to running, running to its verdict) or after ``S`` seconds
-with the queue's news. One ``Watch`` per web process reads the status of every submission it holds
+submission's status changes (queued to running, running to its verdict; a job seen to start
+running is given a second more, within which most verdicts come) or after ``S`` seconds with the
+queue's news. One ``Watch`` per web process reads the status of every submission it holds
 requests for in one query a tick, whatever the number of waiters, and only while there are any.
 
 A tick that fails (the database restarting) answers every held request at once: each then reads
@@ -31,6 +32,7 @@ from app.labs.models import Submission
 
 log = logging.getLogger("ringlab.web")
 TICK_S = 0.25  # how often the statuses are read while requests are held: at most this late with a verdict
+RUNNING_GRACE_S = 1.0  # a held request that saw its job start running waits this much more for the verdict
 MAX_WAIT_S = 30.0  # the longest hold a client may ask for (proxies commonly cut idle requests at 60 s)
 
 
@@ -44,7 +46,7 @@ class Watch:
 
     def __init__(self, readers: Callable[[], sessionmaker[Session]]):
         self.readers = readers  # read at each tick: the application's reader sessions as they are then
-        self._held: dict[int, list[tuple[str, asyncio.Future[None]]]] = {}
+        self._held: dict[int, list[tuple[str, asyncio.Future[str]]]] = {}
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._failing = False
@@ -53,21 +55,32 @@ class Watch:
     def holding(self) -> int:
         return sum(len(waiters) for waiters in self._held.values())
 
-    async def until_changed(self, submission_id: int, status: str, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the submission to leave ``status``; True if it did (or may
-        have: a failed read, or the process stopping, answers at once)."""
-        if self._closed or timeout <= 0:
-            return self._closed
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    async def until_news(self, submission_id: int, status: str, timeout: float) -> None:
+        """Hold up to ``timeout`` seconds until the submission leaves ``status``. A job that starts running
+        is held up to RUNNING_GRACE_S more for its verdict: most follow within a second, and one answer
+        then does the work of two."""
+        end = asyncio.get_running_loop().time() + timeout
+        if await self.until_changed(submission_id, status, timeout) == "running":
+            left = end - asyncio.get_running_loop().time()
+            await self.until_changed(submission_id, "running", min(RUNNING_GRACE_S, left))
+
+    async def until_changed(self, submission_id: int, status: str, timeout: float) -> str | None:
+        """Wait up to ``timeout`` seconds for the submission to leave ``status``: the status it has now,
+        "" when it may have changed (a failed read, or the process stopping, answers at once), None if
+        the time ran out."""
+        if self._closed:
+            return ""
+        if timeout <= 0:
+            return None
+        done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         entry = (status, done)
         self._held.setdefault(submission_id, []).append(entry)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run())
         try:
-            await asyncio.wait_for(done, timeout)
-            return True
+            return await asyncio.wait_for(done, timeout)
         except TimeoutError:
-            return False
+            return None
         finally:
             waiters = self._held.get(submission_id, [])
             with suppress(ValueError):
@@ -78,13 +91,13 @@ class Watch:
     def close(self) -> None:
         """Answer every held request now, and hold no more (the process is stopping)."""
         self._closed = True
-        self._wake(set(self._held))
+        self._wake({key: "" for key in self._held})
 
-    def _wake(self, ids: Iterable[int]) -> None:
-        for key in ids:
+    def _wake(self, now: Mapping[int, str]) -> None:
+        for key, status in now.items():
             for _, done in self._held.get(key, []):
                 if not done.done():
-                    done.set_result(None)
+                    done.set_result(status)
 
     async def _run(self) -> None:
         while self._held and not self._closed:
@@ -96,11 +109,11 @@ class Watch:
                 if not self._failing:
                     log.warning("cannot read the held submissions' statuses (%s); answering them now", reason(exc))
                 self._failing = True
-                self._wake(ids)
+                self._wake(dict.fromkeys(ids, ""))
                 continue
             self._failing = False
             held = {key: [status for status, _ in self._held.get(key, [])] for key in ids}
-            self._wake(changed(held, now))
+            self._wake({key: now.get(key, "") for key in changed(held, now)})
 
     def _statuses(self, ids: list[int]) -> dict[int, str]:
         with session_scope(self.readers()) as session:

@@ -286,3 +286,28 @@ def test_the_result_fragment_held_on_a_queued_job_comes_back_when_it_runs(
         claim.join()
     assert 'data-status="running"' in running and time.monotonic() - began < 10
     assert _hold(running) == 25.0  # and held again, until its verdict
+
+
+def test_a_held_poll_that_sees_its_job_start_waits_a_moment_more_for_the_verdict(
+    client: TestClient, session: Session, lab_settings: LabSettings
+) -> None:
+    helper = waiting.worker(session, unique("w"), utcnow())
+    name = unique("held")
+    make_user(session, name)
+    auth = api_token(client, name)
+    created = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=auth).json()
+    job = session.get_one(Submission, created["id"])
+
+    def claim_then_grade() -> None:  # claimed 0.3 s into the hold, graded 0.4 s after that
+        claimed = waiting.claim(session, helper, utcnow(), job)
+        time.sleep(0.4)
+        queue.finish(claimed, helper.worker_id, waiting.PASSED, session=session, now=utcnow(), max_attempts=3)
+        session.commit()
+
+    worker = threading.Timer(0.3, claim_then_grade)
+    worker.start()
+    try:
+        body = client.get(f"/api/v1/submissions/{created['id']}?wait=20", headers=auth).json()
+    finally:
+        worker.join()
+    assert body["status"] == "graded" and body["score"] == 10  # one answer, with the verdict

@@ -45,6 +45,7 @@ class Rush:
     labs: Recorder = field(default_factory=Recorder)  # submit and poll requests
     study: Recorder = field(default_factory=Recorder)  # the studying students' requests
     cpu: list[tuple[str, float, float]] = field(default_factory=list)  # (part, CPU seconds, share) during the rush
+    cpu_again: list[tuple[str, float, float]] = field(default_factory=list)  # the same, back to back
 
 
 def spread(label: str, values: list[float]) -> str:
@@ -125,6 +126,10 @@ def summary(
         total = sum(seconds for _, seconds, _ in rush.cpu)
         shares = ", ".join(f"{label} {share:.0%} ({seconds:.0f} s)" for label, seconds, share in rush.cpu)
         print(f"  CPU during the rush ({total:.0f} CPU-seconds of {os.cpu_count()} CPUs): {shares}")
+    if rush.cpu_again:
+        total = sum(seconds for _, seconds, _ in rush.cpu_again)
+        shares = ", ".join(f"{label} {share:.0%} ({seconds:.0f} s)" for label, seconds, share in rush.cpu_again)
+        print(f"  CPU back to back ({total:.0f} CPU-seconds): {shares}")
     plain, held = (rush.labs.times.get(name, []) for name in ("poll", "held poll"))
     if acked:
         print(

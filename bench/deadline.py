@@ -354,7 +354,10 @@ def main() -> int:
         with factory() as session:
             stored = session.scalar(select(func.count()).where(Submission.user_id.in_(rush_users))) or 0
         _stop(web)
+        parts = {"grading workers": [w.pid for w in workers]}
+        cpu_before = cpu.usage(parts, **named)
         again, regraded, again_audit = back_to_back(factory, ids, args.max_wait)
+        rush.cpu_again = cpu.between(cpu_before, cpu.usage(parts, **named))
     ok = summary(args, rush, found, samples, load, rush_audit, int(stored) - len(ids), (again, regraded, again_audit))
     if ok:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -115,10 +115,10 @@ def _utf8(code: str) -> bytes:
 
 def get_submission(submission_id: int, user: Principal, *, session: Session) -> Submission:
     """The submission if ``user`` may see it (its author or an instructor); else NotFound, as if absent."""
-    submission = session.get(S, submission_id)
+    # populate_existing: a poll must see the worker's latest write, not the identity map's copy (one query)
+    submission = session.get(S, submission_id, populate_existing=True)
     if submission is None or (submission.user_id != user.id and not user.sees_course(submission.course_id)):
         raise NotFound(f"There is no submission {submission_id} of yours.")
-    session.refresh(submission)  # a poll must see the worker's latest write, not the identity map's copy
     return submission
 
 

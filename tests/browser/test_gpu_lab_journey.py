@@ -38,7 +38,8 @@ def test_a_gpu_lab_says_no_gpu_worker_is_connected_and_the_submission_waits(page
     result = page.locator("#lab-result")
     expect(result).to_have_attribute("data-status", "queued")
     expect(result.get_by_test_id("gpu-wait")).to_contain_text("it waits for a GPU worker, and none is connected now")
-    with page.expect_response(lambda r: "/labs/submissions/" in r.url):  # a poll (every 3 s: no worker can take it)
+    # Asked about again, held 10 s (no worker can take it, so nothing will change).
+    with page.expect_response(lambda r: "/labs/submissions/" in r.url):
         pass
     expect(result).to_have_attribute("data-status", "queued")
     expect(result.get_by_test_id("gpu-wait")).to_be_visible()

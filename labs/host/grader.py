@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import os
 import secrets
 import sys
@@ -26,17 +25,21 @@ from labs.host.feedback import NPROC, OUTPUT_BYTES, summarise
 from labs.host.groups import (
     adopt_sandbox,
     arm,
+    late_faults,
     lease_uids,
     measure,
     pack_inputs,
     place_ranks,
+    plan,
     rank_data,
     record,
     seen,
     send_inputs,
+    wire_pictures,
 )
-from labs.host.judge import Facts, GroupRun, RankRun
+from labs.host.judge import Facts, GroupRun
 from labs.host.pool import WarmPool
+from labs.host.prove import reference_wire
 from labs.spec import DEFAULT_CONTENT, Lab, LabError, load_lab, load_labs
 from labs.verdict import CheckResult, Status, Verdict, points_share, total_points
 
@@ -400,15 +403,6 @@ class Grader:
         return verdict
 
 
-def late_faults(groups: list[GroupRun]) -> list[str]:
-    """The groups whose planned crash landed late (``labs.rank.faults``): that run did not test the crash."""
-    return [
-        f"{g.phase} on {g.world_size} ranks"
-        for g in groups
-        if g.fault_report and (g.fault_report.get("fault") or {}).get("late")
-    ]
-
-
 def no_cgroups(reason: str) -> str:
     """Why a worker without control groups refuses untrusted code, and what to do about it."""
     return (
@@ -417,37 +411,6 @@ def no_cgroups(reason: str) -> str:
         f"pids controllers) or cgroup v2, or set {ALLOW_NO_CGROUPS_ENV}=1 (ringlab worker --allow-no-cgroups) to "
         "grade with rlimits alone, which does not contain shared memory: not for untrusted code"
     )
-
-
-def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
-    """The groups of ranks to run, in order, with their cases, from a seed drawn per submission.
-
-    A lab's ``checks.py`` either gives ``cases(world_size, generator)`` (one group per world
-    size) or ``phases(world_sizes, generator) -> [judge.Phase]`` (groups that follow each other
-    and share one scratch directory: save on 4 ranks, load on 2). References are computed here,
-    with one thread, as the ranks compute with one thread each; those a lab made ``later`` are computed
-    in a thread while the ranks run. The grading process stays at one intra-op thread from then on
-    (``torch.set_num_threads`` is process-wide): more threads would round float16 and bfloat16 products
-    otherwise than the ranks do (docs/authoring-labs.md, "References").
-    """
-    import torch
-
-    torch.set_num_threads(1)
-    gen = torch.Generator().manual_seed(seed)
-    if hasattr(checks, "phases"):
-        return [
-            GroupRun(
-                p.world_size,
-                p.cases,
-                [RankRun() for _ in range(p.world_size)],
-                phase=p.name,
-                expect_crash=p.expect_crash,
-                fault=p.fault,
-                shares_dir=p.shares_dir,
-            )
-            for p in checks.phases(sizes, gen)
-        ]
-    return [GroupRun(n, checks.cases(n, gen), [RankRun() for _ in range(n)]) for n in sizes]
 
 
 def points(available: int, outcome: judge.Outcome) -> float:
@@ -460,24 +423,6 @@ def points(available: int, outcome: judge.Outcome) -> float:
     if outcome.passed:
         return available
     return points_share(available, outcome.fraction or 0.0)
-
-
-def wire_pictures(groups: list[GroupRun]) -> dict[str, list[list[int]]]:
-    """Who sent how many bytes to whom, per group of ranks that had measured calls (kernel counts)."""
-    return {g.name: judge.wire_matrix(g) for g in groups if g.wire}
-
-
-REFERENCE_WIRE = "reference-wire.json"
-
-
-def reference_wire(lab: Lab) -> dict[str, Any] | None:
-    """The reference solution's picture, recorded by ``ringlab lab test`` next to the lab's files."""
-    path = lab.folder / REFERENCE_WIRE
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def preloads(content_dir: Path) -> list[str]:

@@ -1,18 +1,20 @@
 """A job's groups of ranks, seen from the host: what the grader sends the zygote and files from it.
 
-Rank uids leased per job, each call's inputs sent to the zygote, each rank placed in a control group of
-its own before any student code runs and armed when every rank joined, what the kernel saw of the group
-once it ended (high-water, OOM kills, refused forks), and every message from the zygote filed under
-its group and rank (``labs.host.judge.GroupRun``).
+The groups a submission runs (``plan``), rank uids leased per job, each call's inputs sent to the
+zygote, each rank placed in a control group of its own before any student code runs and armed when
+every rank joined, what the kernel saw of the group once it ended (high-water, OOM kills, refused
+forks, the bytes on the wire, a planned crash that landed late), and every message from the zygote
+filed under its group and rank (``labs.host.judge.GroupRun``).
 """
 
 from __future__ import annotations
 
 import io
+from types import ModuleType
 from typing import Any
 
 from labs.host import cgroups, pidns, sandbox, uids
-from labs.host.judge import GroupRun, RankRun, load
+from labs.host.judge import GroupRun, RankRun, load, wire_matrix
 
 
 def lease_uids() -> uids.UidLease:
@@ -150,3 +152,48 @@ def rank_data(run: RankRun) -> dict[str, Any]:
     if run.memory:
         data["memory"] = dict(run.memory)
     return data | {flag: True for flag in ("oom_killed", "pids_limited") if getattr(run, flag)}
+
+
+def plan(checks: ModuleType, sizes: list[int], seed: int) -> list[GroupRun]:
+    """The groups of ranks to run, in order, with their cases, from a seed drawn per submission.
+
+    A lab's ``checks.py`` either gives ``cases(world_size, generator)`` (one group per world
+    size) or ``phases(world_sizes, generator) -> [judge.Phase]`` (groups that follow each other
+    and share one scratch directory: save on 4 ranks, load on 2). References are computed here,
+    with one thread, as the ranks compute with one thread each; those a lab made ``later`` are computed
+    in a thread while the ranks run. The grading process stays at one intra-op thread from then on
+    (``torch.set_num_threads`` is process-wide): more threads would round float16 and bfloat16 products
+    otherwise than the ranks do (docs/authoring-labs.md, "References").
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(seed)
+    if hasattr(checks, "phases"):
+        return [
+            GroupRun(
+                p.world_size,
+                p.cases,
+                [RankRun() for _ in range(p.world_size)],
+                phase=p.name,
+                expect_crash=p.expect_crash,
+                fault=p.fault,
+                shares_dir=p.shares_dir,
+            )
+            for p in checks.phases(sizes, gen)
+        ]
+    return [GroupRun(n, checks.cases(n, gen), [RankRun() for _ in range(n)]) for n in sizes]
+
+
+def late_faults(groups: list[GroupRun]) -> list[str]:
+    """The groups whose planned crash landed late (``labs.rank.faults``): that run did not test the crash."""
+    return [
+        f"{g.phase} on {g.world_size} ranks"
+        for g in groups
+        if g.fault_report and (g.fault_report.get("fault") or {}).get("late")
+    ]
+
+
+def wire_pictures(groups: list[GroupRun]) -> dict[str, list[list[int]]]:
+    """Who sent how many bytes to whom, per group of ranks that had measured calls (kernel counts)."""
+    return {g.name: wire_matrix(g) for g in groups if g.wire}

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from labs.host.grader import REFERENCE_WIRE
 from labs.host.judge import Case
 from labs.rank.trees import leaves
 from labs.spec import Lab
@@ -109,6 +108,19 @@ def prove(grader: Grades, lab: Lab, mutants: Sequence[Mutant] | None = None) -> 
     return rows
 
 
+REFERENCE_WIRE = "reference-wire.json"
+
+
+def reference_wire(lab: Lab) -> dict[str, Any] | None:
+    """The reference solution's picture, recorded by ``ringlab lab test`` next to the lab's files."""
+    path = lab.folder / REFERENCE_WIRE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def record_reference_wire(lab: Lab, reference: Verdict) -> Path | None:
     """Keep the reference's byte matrices beside the lab's files (only when it got full marks)."""
     wire = reference.data.get("wire")
@@ -200,7 +212,8 @@ def unmatched_tolerances(tolerance: dict[str, object] | None, expected: object) 
 def built_cases(lab: Lab, seed: int = 0) -> list[Case]:
     """Every case of the lab's plan, built from ``checks.py`` as the grader builds them (the references too:
     seconds for some labs, so ``ringlab lab test`` builds them once for the checks below)."""
-    from labs.host.grader import Grader, plan
+    from labs.host.grader import Grader
+    from labs.host.groups import plan
     from labs.host.judge import settle
 
     _, checks = Grader.load_checks(lab.folder)

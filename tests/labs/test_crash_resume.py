@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from labs.host import grader
+from labs.host import groups
 from labs.host.judge import GroupRun
 from labs.rank import faults
 from labs.spec import DEFAULT_CONTENT
@@ -194,14 +194,14 @@ def test_a_crash_seen_in_time_is_not_late(tmp_path: Path) -> None:
     assert inj.poll() == [1]
     save(folder, 6)  # what the other ranks wrote while the crash landed
     fault = inj.close()["fault"]
-    assert fault["late"] is False and grader.late_faults([late_group(fault)]) == []
+    assert fault["late"] is False and groups.late_faults([late_group(fault)]) == []
 
 
 def test_the_grader_knows_the_groups_whose_crash_landed_late(tmp_path: Path) -> None:
     inj = injector(tmp_path, {"at": 4, "rank": 1}, [1000, 1001])
     save(tmp_path / "job" / "checkpoints", 4)
     group = late_group(inj.close()["fault"])
-    assert grader.late_faults([group, GroupRun(world_size=2, cases=[], ranks=[])]) == ["first launch on 2 ranks"]
+    assert groups.late_faults([group, GroupRun(world_size=2, cases=[], ranks=[])]) == ["first launch on 2 ranks"]
 
 
 def late_group(fault: dict[str, Any]) -> GroupRun:

@@ -134,9 +134,10 @@ async def submitter(
             continue
         sent.id = int(created.json()["id"])
         pause, hold = (poll, 0.0) if poll else (PAUSE_S, FIRST_HOLD_S)
+        seen = "queued"  # the status last answered: the server holds on it without a first look
         while time.perf_counter() - began < max_wait:
             await asyncio.sleep(pause)
-            held = f"?wait={hold:g}" if hold else ""  # a long poll: answered when the status changes
+            held = f"?wait={hold:g}&seen={seen}" if hold else ""  # a long poll: answered when the status changes
             kind = "held poll" if hold else "poll"  # a held poll's time is its hold: not a web latency
             got = await rush.labs.call(kind, client.get(f"/api/v1/submissions/{sent.id}{held}", headers=auth))
             if got is None:
@@ -149,7 +150,7 @@ async def submitter(
             if poll:  # --poll: a plain poll every so often
                 continue
             # As the pages do: held up to the server's long_poll_s, asked again after a short pause.
-            pause, hold = PAUSE_S, float(body.get("long_poll_s") or 0) or 0.0
+            pause, hold, seen = PAUSE_S, float(body.get("long_poll_s") or 0) or 0.0, body["status"]
             if not hold:
                 pause = float(body.get("poll_after_s") or 1.0)
 

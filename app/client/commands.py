@@ -120,10 +120,10 @@ def submit(
 
 def _watch(api: Api, submission_id: int, *, print_line: Callable[[str], Any]) -> dict[str, Any]:
     """Poll until the submission is done, printing each new progress line; the finished body."""
-    said, hold = None, fmt.FIRST_HOLD_S
+    said, hold, seen = None, fmt.FIRST_HOLD_S, "queued"
     try:
         while True:
-            held = f"?wait={hold:g}" if hold else ""  # held by the server until the status changes
+            held = f"?wait={hold:g}&seen={seen}" if hold else ""  # held by the server until the status changes
             body: dict[str, Any] = api.get(f"/api/v1/submissions/{submission_id}{held}")
             line = fmt.progress_line(body)
             if line is None:
@@ -131,7 +131,7 @@ def _watch(api: Api, submission_id: int, *, print_line: Callable[[str], Any]) ->
             if line != said:
                 print_line(line)
                 said = line
-            hold = fmt.next_hold_s(body)
+            hold, seen = fmt.next_hold_s(body), body.get("status", "queued")
             if not hold:  # a server without long polls: ask again after the pause it gives
                 time.sleep(fmt.next_poll_s(body))
     except KeyboardInterrupt:

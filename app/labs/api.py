@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -10,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.deps import Api, ApiUser, RowId, SessionDep, api_user, bearer
+from app.errors import DomainError
 from app.exercises.service import lab_best_scores
 from app.labs import catalog, queue_view, service, watch
 from app.labs.catalog import PublishedLab as Lab
@@ -113,10 +115,26 @@ async def get_submission(
             "the last answer's long_poll_s is the hold to ask for",
         ),
     ] = 0,
+    seen: Annotated[
+        watch.Seen | None,
+        Query(
+            description="with wait: the status the last answer gave, so the hold starts without a first look; "
+            "an answer that is not yours (or a bad token) then comes only when the hold ends"
+        ),
+    ] = None,
 ) -> SubmissionOut:
-    if wait and (status := await call.read(_waiting_status, submission_id)) is not None:
+    began = asyncio.get_running_loop().time()
+    status: str | None = seen
+    if wait and status is None:
+        status = await call.read(_waiting_status, submission_id)
+    if wait and status is not None:
         await request.app.state.watch.until_news(submission_id, status, wait)
-    return await call.read(_submission, submission_id)
+    try:
+        return await call.read(_submission, submission_id)
+    except DomainError:
+        if wait and seen:
+            await watch.sit_out(began, wait)
+        raise
 
 
 def _waiting_status(user: Principal, session: Session, submission_id: int) -> str | None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from functools import lru_cache
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.content.markdown import render as markdown
@@ -16,7 +17,7 @@ from app.courses import extensions
 from app.courses import policy as course_policy
 from app.db import session_scope, utcnow
 from app.deps import CurrentUser, OptionalUser, RequireStaff, RowId, SessionDep
-from app.errors import Forbidden, InvalidInput, NotFound
+from app.errors import DomainError, Forbidden, InvalidInput, NotFound
 from app.instructors import exports
 from app.labs import catalog, charts, hints, listing, outcome, queue_view, reference, review, service, watch, wire
 from app.labs.catalog import PublishedLab as Lab
@@ -153,18 +154,28 @@ async def submission_page(
     user: CurrentUser,
     said: Annotated[str, Query(max_length=200)] = "",
     wait: Annotated[float, Query(ge=0, le=watch.MAX_WAIT_S)] = 0,
+    seen: Annotated[watch.Seen | None, Query()] = None,
 ) -> Response:
-    # The result's fragment asks again at once with ?wait=: held until the status changes (see app.labs.watch).
-    # The hold reads in a session of its own, so the request's own holds no connection while it waits.
-    if wait and _partial(request):
-        readers = request.app.state.readers
-        if (status := await run_in_threadpool(_waiting_status, readers, submission_id, user)) is not None:
-            await request.app.state.watch.until_news(submission_id, status, wait)
-    return await run_in_threadpool(_submission_page, submission_id, request, session, user, said)
+    # The result's fragment asks again at once with ?wait= and the status it shows (seen=): held until the
+    # status changes (see app.labs.watch). Without seen, the hold first reads the status in a session of its
+    # own, so the request's own session holds no connection while it waits.
+    held = bool(wait) and _partial(request)
+    began = asyncio.get_running_loop().time()
+    status: str | None = seen
+    if held and status is None:
+        status = await run_in_threadpool(_waiting_status, request, submission_id, user)
+    if held and status is not None:
+        await request.app.state.watch.until_news(submission_id, status, wait)
+    try:
+        return await run_in_threadpool(_submission_page, submission_id, request, session, user, said)
+    except DomainError:
+        if held and seen:
+            await watch.sit_out(began, wait)
+        raise
 
 
-def _waiting_status(readers: sessionmaker[Session], submission_id: int, user: Principal) -> str | None:
-    with session_scope(readers) as session:
+def _waiting_status(request: Request, submission_id: int, user: Principal) -> str | None:
+    with session_scope(request.app.state.readers) as session:
         return service.waiting_status(submission_id, user, session=session)
 
 

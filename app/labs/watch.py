@@ -21,7 +21,7 @@ import signal
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -34,6 +34,16 @@ log = logging.getLogger("ringlab.web")
 TICK_S = 0.25  # how often the statuses are read while requests are held: at most this late with a verdict
 RUNNING_GRACE_S = 1.0  # a held request that saw its job start running waits this much more for the verdict
 MAX_WAIT_S = 30.0  # the longest hold a client may ask for (proxies commonly cut idle requests at 60 s)
+
+
+Seen = Literal["queued", "running"]  # the statuses a client may say it saw (?seen=): a hold without a first look
+
+
+async def sit_out(began: float, wait: float) -> None:
+    """Answer a request held on the client's word (``?seen=``) that turned out not to be theirs (or a bad
+    token) only when its hold would have ended: the time of the answer must not tell when someone
+    else's submission changed."""
+    await asyncio.sleep(max(0.0, began + wait - asyncio.get_running_loop().time()))
 
 
 def changed(held: Mapping[int, Iterable[str]], now: Mapping[int, str]) -> set[int]:
@@ -54,6 +64,11 @@ class Watch:
     @property
     def holding(self) -> int:
         return sum(len(waiters) for waiters in self._held.values())
+
+    @property
+    def ticking(self) -> bool:
+        """Its reads still run (they stop a tick after the last hold ends)."""
+        return self._task is not None and not self._task.done()
 
     async def until_news(self, submission_id: int, status: str, timeout: float) -> None:
         """Hold up to ``timeout`` seconds until the submission leaves ``status``. A job that starts running

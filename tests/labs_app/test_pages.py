@@ -115,7 +115,7 @@ def test_submit_polls_until_graded_then_shows_checks_and_bytes(
     sid, fragment = submit(client)
     # A job that waits with no estimate (no worker runs here) is asked about again at once, and the
     # server holds the request until its status changes, 10 s at most.
-    assert 'hx-trigger="load delay:250ms"' in fragment and "?wait=10.0&said=" in fragment
+    assert 'hx-trigger="load delay:250ms"' in fragment and "?wait=10.0&seen=queued&said=" in fragment
     assert "position" in fragment
     assert "<html" not in fragment
     # Polled fragments replace the result: it is no live region. A job that waits (no worker runs here)

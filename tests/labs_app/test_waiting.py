@@ -7,7 +7,9 @@ import re
 import threading
 import time
 from datetime import timedelta
+from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
@@ -139,9 +141,46 @@ def _submit(client: TestClient) -> tuple[int, str]:
 
 
 def _poll_url(fragment: str) -> str:
-    """The URL the fragment asks again, without its hold (?wait=): these tests read it as a plain poll."""
+    """The URL the fragment asks again, without its hold (?wait=, seen=): these tests read it as a plain poll."""
     url = re.search(r'hx-get="([^"]+)"', fragment).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
-    return re.sub(r"wait=[\d.]+&?", "", url).rstrip("?")
+    assert re.search(r"[?&]seen=(queued|running)(&|$)", url), url  # held on the status it shows
+    return re.sub(r"(wait=[\d.]+|seen=\w+)&?", "", url).rstrip("?")
+
+
+@pytest.fixture
+def turns(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> threading.Lock:
+    """The rolled-back tests share one connection: the watch's reads and a test's worker thread take turns."""
+    lock = threading.Lock()
+    watch = client.app.state.watch  # type: ignore[attr-defined]
+    read = watch._statuses
+
+    def in_turn(ids: list[int]) -> dict[int, str]:
+        with lock:
+            return read(ids)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(watch, "_statuses", in_turn)
+    return lock
+
+
+def _later(lock: threading.Lock, seconds: float, work: Any, *args: Any) -> threading.Timer:
+    """``work(*args)`` in a thread after ``seconds``, in its turn on the shared connection."""
+
+    def run() -> None:
+        with lock:
+            work(*args)
+
+    timer = threading.Timer(seconds, run)
+    timer.start()
+    return timer
+
+
+def _settled(client: TestClient) -> None:
+    """Wait for the watch's last read to end: the rolled-back tests share one connection, which a read
+    still running in its thread must not use beside the test's next request."""
+    deadline = time.monotonic() + 5
+    while client.app.state.watch.ticking:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the watch still reads with no request held"
+        time.sleep(0.05)
 
 
 def _hold(fragment: str) -> float:
@@ -240,7 +279,7 @@ def test_a_job_an_idle_worker_is_about_to_take_polls_quickly(
 
 
 def test_a_held_poll_is_answered_when_the_status_changes_and_else_after_its_hold(
-    client: TestClient, session: Session, lab_settings: LabSettings
+    client: TestClient, session: Session, lab_settings: LabSettings, turns: threading.Lock
 ) -> None:
     helper = waiting.worker(session, unique("w"), utcnow())  # alive and idle: the job is next
     name = unique("held")
@@ -251,18 +290,19 @@ def test_a_held_poll_is_answered_when_the_status_changes_and_else_after_its_hold
 
     began = time.monotonic()
     quiet = client.get(f"{url}?wait=0.6", headers=auth).json()  # nothing changes: answered after its hold
+    _settled(client)
     assert quiet["status"] == "queued" and time.monotonic() - began >= 0.6
     assert quiet["long_poll_s"] == 25.0
 
     # A worker takes the job 0.3 s into a 20 s hold: the answer comes then, saying it runs.
     job = session.get_one(Submission, created["id"])
-    claim = threading.Timer(0.3, waiting.claim, (session, helper, utcnow(), job))
     began = time.monotonic()
-    claim.start()
+    claim = _later(turns, 0.3, waiting.claim, session, helper, utcnow(), job)
     try:
         held = client.get(f"{url}?wait=20", headers=auth).json()
     finally:
         claim.join()
+    _settled(client)
     assert held["status"] == "running" and time.monotonic() - began < 10
 
     assert client.get(f"{url}?wait=31", headers=auth).status_code == 422  # holds of 30 s at most
@@ -271,25 +311,25 @@ def test_a_held_poll_is_answered_when_the_status_changes_and_else_after_its_hold
 
 
 def test_the_result_fragment_held_on_a_queued_job_comes_back_when_it_runs(
-    client: TestClient, session: Session, lab_settings: LabSettings
+    client: TestClient, session: Session, lab_settings: LabSettings, turns: threading.Lock
 ) -> None:
     helper = waiting.worker(session, unique("w"), utcnow())
     signed_in(client, session)
     sid, fragment = _submit(client)
     job = session.get_one(Submission, sid)
-    claim = threading.Timer(0.3, waiting.claim, (session, helper, utcnow(), job))
     began = time.monotonic()
-    claim.start()
+    claim = _later(turns, 0.3, waiting.claim, session, helper, utcnow(), job)
     try:
         running = client.get(f"/labs/submissions/{sid}?wait={_hold(fragment)}", headers=HX).text
     finally:
         claim.join()
+    _settled(client)
     assert 'data-status="running"' in running and time.monotonic() - began < 10
     assert _hold(running) == 25.0  # and held again, until its verdict
 
 
 def test_a_held_poll_that_sees_its_job_start_waits_a_moment_more_for_the_verdict(
-    client: TestClient, session: Session, lab_settings: LabSettings
+    client: TestClient, session: Session, lab_settings: LabSettings, turns: threading.Lock
 ) -> None:
     helper = waiting.worker(session, unique("w"), utcnow())
     name = unique("held")
@@ -298,16 +338,42 @@ def test_a_held_poll_that_sees_its_job_start_waits_a_moment_more_for_the_verdict
     created = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=auth).json()
     job = session.get_one(Submission, created["id"])
 
-    def claim_then_grade() -> None:  # claimed 0.3 s into the hold, graded 0.4 s after that
-        claimed = waiting.claim(session, helper, utcnow(), job)
-        time.sleep(0.4)
-        queue.finish(claimed, helper.worker_id, waiting.PASSED, session=session, now=utcnow(), max_attempts=3)
+    def grade(claimed: list[queue.Job]) -> None:
+        queue.finish(claimed[0], helper.worker_id, waiting.PASSED, session=session, now=utcnow(), max_attempts=3)
         session.commit()
 
-    worker = threading.Timer(0.3, claim_then_grade)
-    worker.start()
+    claimed: list[queue.Job] = []  # claimed 0.3 s into the hold, graded 0.4 s after that
+    claim = _later(turns, 0.3, lambda: claimed.append(waiting.claim(session, helper, utcnow(), job)))
+    worker = _later(turns, 0.7, grade, claimed)
     try:
-        body = client.get(f"/api/v1/submissions/{created['id']}?wait=20", headers=auth).json()
+        # Held on the status the client last saw (seen=): no first look at the submission.
+        body = client.get(f"/api/v1/submissions/{created['id']}?wait=20&seen=queued", headers=auth).json()
     finally:
+        claim.join()
         worker.join()
+    _settled(client)
     assert body["status"] == "graded" and body["score"] == 10  # one answer, with the verdict
+
+
+def test_a_poll_held_on_the_clients_word_does_not_tell_when_someone_elses_submission_changed(
+    client: TestClient, session: Session, lab_settings: LabSettings, turns: threading.Lock
+) -> None:
+    helper = waiting.worker(session, unique("w"), utcnow())
+    owner = unique("owner")
+    make_user(session, owner)
+    created = client.post(
+        "/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=api_token(client, owner)
+    ).json()
+    url = f"/api/v1/submissions/{created['id']}"
+    snoop = api_token(client, make_user(session, unique("snoop")).username)
+    job = session.get_one(Submission, created["id"])
+    began = time.monotonic()
+    claim = _later(turns, 0.3, waiting.claim, session, helper, utcnow(), job)
+    try:
+        refused = client.get(f"{url}?wait=2&seen=queued", headers=snoop)
+    finally:
+        claim.join()
+    _settled(client)
+    # Not theirs: refused as if absent, and only when the hold ends, not when the job started at 0.3 s.
+    assert refused.status_code == 404 and time.monotonic() - began >= 2.0
+    assert client.get(f"{url}?wait=2&seen=graded", headers=snoop).status_code == 422  # only queued or running

@@ -58,6 +58,8 @@ class Watch:
         self.readers = readers  # read at each tick: the application's reader sessions as they are then
         self._held: dict[int, list[tuple[str, asyncio.Future[str]]]] = {}
         self._task: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()  # set when the last hold ends: the reads stop at once
+        self._reading: asyncio.Future[dict[int, str]] | None = None  # the read under way
         self._closed = False
         self._failing = False
 
@@ -90,6 +92,7 @@ class Watch:
         done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         entry = (status, done)
         self._held.setdefault(submission_id, []).append(entry)
+        self._idle.clear()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run())
         try:
@@ -102,6 +105,17 @@ class Watch:
                 waiters.remove(entry)
             if not waiters:
                 self._held.pop(submission_id, None)
+            if not self._held:
+                await self._stopped()
+
+    async def _stopped(self) -> None:
+        """The last hold ended: stop reading now, and answer only once a read under way has ended, so that
+        no read runs with nothing held (nor beside the next request of a client asking one at a time)."""
+        self._idle.set()
+        reading = self._reading
+        if reading is not None and not reading.done():
+            with suppress(Exception, asyncio.CancelledError):
+                await asyncio.shield(reading)
 
     def close(self) -> None:
         """Answer every held request now, and hold no more (the process is stopping)."""
@@ -115,11 +129,15 @@ class Watch:
                     done.set_result(status)
 
     async def _run(self) -> None:
+        self._idle.clear()
         while self._held and not self._closed:
-            await asyncio.sleep(TICK_S)
-            ids = list(self._held)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), TICK_S)  # a tick, or the last hold ending
+            if not (ids := list(self._held)):
+                break
             try:
-                now = await run_in_threadpool(self._statuses, ids)
+                self._reading = asyncio.ensure_future(run_in_threadpool(self._statuses, ids))
+                now = await self._reading
             except Exception as exc:  # the database is down: let each request find out for itself
                 if not self._failing:
                     log.warning("cannot read the held submissions' statuses (%s); answering them now", reason(exc))

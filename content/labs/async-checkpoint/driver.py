@@ -93,6 +93,9 @@ class Storage:
         with self._cond:
             if self.mode == "crash" and kind == "save" and step == self.crash_at:
                 self._settle()
+            elif self.mode == "crash" and kind == "save" and self._crash_pending():
+                # A later save waits until the crash's own write has begun: its thread must not take that turn.
+                self._cond.wait_for(lambda: not self._crash_pending(), timeout=PATIENCE * POLL_S)
             self._calls += 1
             number = self._calls
             if kind == "save" and step is not None:
@@ -143,6 +146,7 @@ class Storage:
                 self.extra += 1
             else:
                 job.begun = True
+                self._cond.notify_all()  # a later save waits for the crash's write to begin (call)
                 if self.mode == "crash":
                     if job.step == self.crash_at:  # the checkpoints before it are complete first
                         self._cond.wait_for(lambda: all(s.done or not s.begun for s in self._saves[:n]))
@@ -205,6 +209,10 @@ class Storage:
                 if quiet >= BLOCKED or not writers:
                     return
             self._cond.wait(POLL_S)
+
+    def _crash_pending(self) -> bool:
+        """The save of ``crash_at`` was called and its write has not begun."""
+        return any(s.step == self.crash_at and not s.begun for s in self._saves)
 
     def _loop_waits(self) -> bool:
         """The loop's thread sleeps at the same instruction as at the last look (blocked, not running)."""

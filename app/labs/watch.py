@@ -64,10 +64,6 @@ class Watch:
         self._failing = False
 
     @property
-    def holding(self) -> int:
-        return sum(len(waiters) for waiters in self._held.values())
-
-    @property
     def ticking(self) -> bool:
         """Its reads still run (they stop a tick after the last hold ends)."""
         return self._task is not None and not self._task.done()

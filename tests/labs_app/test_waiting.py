@@ -174,6 +174,15 @@ def _later(lock: threading.Lock, seconds: float, work: Any, *args: Any) -> threa
     return timer
 
 
+def _submitted(client: TestClient, session: Session, who: str) -> tuple[dict[str, str], int]:
+    """A new student's API token and the submission they just made (queued)."""
+    name = unique(who)
+    make_user(session, name)
+    auth = api_token(client, name)
+    created = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=auth)
+    return auth, int(created.json()["id"])
+
+
 def _settled(client: TestClient) -> None:
     """Wait for the watch's last read to end: the rolled-back tests share one connection, which a read
     still running in its thread must not use beside the test's next request."""
@@ -282,11 +291,8 @@ def test_a_held_poll_is_answered_when_the_status_changes_and_else_after_its_hold
     client: TestClient, session: Session, lab_settings: LabSettings, turns: threading.Lock
 ) -> None:
     helper = waiting.worker(session, unique("w"), utcnow())  # alive and idle: the job is next
-    name = unique("held")
-    make_user(session, name)
-    auth = api_token(client, name)
-    created = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=auth).json()
-    url = f"/api/v1/submissions/{created['id']}"
+    auth, sid = _submitted(client, session, "held")
+    url = f"/api/v1/submissions/{sid}"
 
     began = time.monotonic()
     quiet = client.get(f"{url}?wait=0.6", headers=auth).json()  # nothing changes: answered after its hold
@@ -295,7 +301,7 @@ def test_a_held_poll_is_answered_when_the_status_changes_and_else_after_its_hold
     assert quiet["long_poll_s"] == 25.0
 
     # A worker takes the job 0.3 s into a 20 s hold: the answer comes then, saying it runs.
-    job = session.get_one(Submission, created["id"])
+    job = session.get_one(Submission, sid)
     began = time.monotonic()
     claim = _later(turns, 0.3, waiting.claim, session, helper, utcnow(), job)
     try:
@@ -332,11 +338,8 @@ def test_a_held_poll_that_sees_its_job_start_waits_a_moment_more_for_the_verdict
     client: TestClient, session: Session, lab_settings: LabSettings, turns: threading.Lock
 ) -> None:
     helper = waiting.worker(session, unique("w"), utcnow())
-    name = unique("held")
-    make_user(session, name)
-    auth = api_token(client, name)
-    created = client.post("/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=auth).json()
-    job = session.get_one(Submission, created["id"])
+    auth, sid = _submitted(client, session, "held")
+    job = session.get_one(Submission, sid)
 
     def grade(claimed: list[queue.Job]) -> None:
         queue.finish(claimed[0], helper.worker_id, waiting.PASSED, session=session, now=utcnow(), max_attempts=3)
@@ -347,7 +350,7 @@ def test_a_held_poll_that_sees_its_job_start_waits_a_moment_more_for_the_verdict
     worker = _later(turns, 0.7, grade, claimed)
     try:
         # Held on the status the client last saw (seen=): no first look at the submission.
-        body = client.get(f"/api/v1/submissions/{created['id']}?wait=20&seen=queued", headers=auth).json()
+        body = client.get(f"/api/v1/submissions/{sid}?wait=20&seen=queued", headers=auth).json()
     finally:
         claim.join()
         worker.join()
@@ -359,14 +362,10 @@ def test_a_poll_held_on_the_clients_word_does_not_tell_when_someone_elses_submis
     client: TestClient, session: Session, lab_settings: LabSettings, turns: threading.Lock
 ) -> None:
     helper = waiting.worker(session, unique("w"), utcnow())
-    owner = unique("owner")
-    make_user(session, owner)
-    created = client.post(
-        "/api/v1/labs/ring-allreduce/submissions", json={"code": "x = 3\n"}, headers=api_token(client, owner)
-    ).json()
-    url = f"/api/v1/submissions/{created['id']}"
+    _, sid = _submitted(client, session, "owner")
+    url = f"/api/v1/submissions/{sid}"
     snoop = api_token(client, make_user(session, unique("snoop")).username)
-    job = session.get_one(Submission, created["id"])
+    job = session.get_one(Submission, sid)
     began = time.monotonic()
     claim = _later(turns, 0.3, waiting.claim, session, helper, utcnow(), job)
     try:

@@ -50,7 +50,7 @@ def batches(seed: int, dims: list[int], batch: int, steps: int) -> list[tuple[to
 
 
 def optimizer(model: torch.nn.Module, hyper: dict[str, float]) -> torch.optim.AdamW:
-    return torch.optim.AdamW(model.parameters(), lr=hyper["lr"], weight_decay=hyper["weight_decay"], foreach=True)
+    return torch.optim.AdamW(model.parameters(), lr=hyper["lr"], weight_decay=hyper["weight_decay"], fused=True)
 
 
 def step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> None:

@@ -17,7 +17,8 @@ as many at once as there are workers, left out of every figure):
   verdict as its pages do: each request held by the server (``?wait=``, its last ``long_poll_s``) until
   the status changes, asked again 0.25 s after each answer (``--poll S``: a plain poll every S seconds
   instead), and thinking 1-5 s before the next; meanwhile ``--studying`` other students take
-  Module 202 and rate flashcards through the JSON API;
+  Module 202 and rate flashcards through the JSON API (the load generator: this one asyncio process, on
+  aiohttp, which costs a twentieth of httpx's CPU per request: bench/_client.py);
 - **back to back**: the web processes stop and the same submissions are re-graded, all queued at
   once, by the same workers.
 
@@ -44,7 +45,6 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import httpx
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,6 +58,7 @@ from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.labs.models import Submission  # noqa: E402
 from app.migrate import upgrade  # noqa: E402
 from bench import _cpu as cpu  # noqa: E402
+from bench._client import Client  # noqa: E402
 from bench._deadline_db import (  # noqa: E402
     audit,
     back_to_back,
@@ -109,7 +110,7 @@ def plan(rng: random.Random, labs: dict[str, tuple[Piece, list[Piece]]]) -> list
 
 
 async def submitter(
-    client: httpx.AsyncClient,
+    client: Client,
     rush: Rush,
     student: int,
     token: str,
@@ -155,7 +156,7 @@ async def submitter(
                 pause = float(body.get("poll_after_s") or 1.0)
 
 
-async def studier(client: httpx.AsyncClient, rec: Recorder, token: str, stop: asyncio.Event) -> None:
+async def studier(client: Client, rec: Recorder, token: str, stop: asyncio.Event) -> None:
     """Module 202 question by question, rating the next flashcard after each answer, until ``stop``."""
     auth = {"Authorization": f"Bearer {token}"}
     await think(0, STUDY_THINK_MS[1])
@@ -184,8 +185,7 @@ async def studier(client: httpx.AsyncClient, rec: Recorder, token: str, stop: as
 async def run_rush(base: str, rush: Rush, tokens: list[str], studying: list[str], args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     labs = pieces(args.labs)
-    limits = httpx.Limits(max_connections=len(tokens) + len(studying) + 10)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+    async with Client(base, connections=len(tokens) + len(studying) + 10) as client:
         stop = asyncio.Event()
         study = [asyncio.create_task(studier(client, rush.study, t, stop)) for t in studying]
         t0 = time.perf_counter()
@@ -204,7 +204,7 @@ async def warm_up(base: str, tokens: list[str], labs: list[str]) -> None:
     """Each lab's reference from every warm-up account at once (one account per worker), lab after lab:
     the workers' first gradings (their templates warming up) are not the rush's."""
     found, rush = pieces(labs), Rush()
-    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+    async with Client(base) as client:
         for lab in labs:
             right = [found[lab][0]]
             await asyncio.gather(*(submitter(client, rush, -1, t, right, 0.0, poll=0.2, max_wait=600) for t in tokens))

@@ -28,6 +28,7 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from bench._client import ERRORS as client_errors  # noqa: E402
 from bench._server import free_port, make_students, wait_ready  # noqa: E402
 
 
@@ -53,7 +54,7 @@ class Recorder:
         start = time.perf_counter()
         try:
             response = await coro
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, *client_errors) as exc:
             self.errors.append(f"{name}: {exc!r}")
             return None
         self.times.setdefault(name, []).append((time.perf_counter() - start) * 1000)

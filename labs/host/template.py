@@ -227,10 +227,10 @@ def _enter_and_serve(pid: int, job_fd: int, log_fd: int) -> None:
 def main() -> None:
     """``python -I -c <launch> CONTROL_FD``: warm up, then make zygotes on request until EOF."""
     control = socket.socket(fileno=int(sys.argv[1]))
-    from labs.rank import zygote
+    from labs.rank import warmup
 
     environment = dict(os.environ)
-    zygote.warm(json.loads(sys.argv[2]) if len(sys.argv) > 2 else [])
+    warmup.warm(json.loads(sys.argv[2]) if len(sys.argv) > 2 else [])
     huge_pages()
     # Some imports set variables (torch._inductor its cache dir): a zygote starts with the
     # sandbox's environment and nothing else, as a cold one does.

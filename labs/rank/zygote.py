@@ -14,112 +14,28 @@ sandbox once the zygote reports the end, so no rank outlives its job.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import selectors
 import signal
 import socket
-import stat
 import sys
-import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
 from typing import Any
 
-from labs.rank import channel, faults, harness, netstat, script
+from labs.rank import channel, faults, harness, jobfiles, netstat, script, warmup
 from labs.rank.procs import pids_of, usage_by_uid
+from labs.rank.ranks import STORE_SLOT, RankState, Sample, busy, owners, private_dir
 from labs.rank.window import WIRE_POLL_S, Window
 
 MAX_JOB = 1 << 24
 MAX_INPUT = 1 << 30
 MAX_RESULT = 1 << 28
 MAX_JOB_RESULTS = 64 << 20  # every result of a job together: what the worker holds for the judge
-MAX_FILES_BYTES = 32 << 20  # contents of the files a phase leaves in the shared directory, sent for judging
-MAX_FILES = 4096
 STALL_S = 1.5
-# Modules torch imports lazily on paths every rank takes (reading its inputs, a backward pass): the template
-# imports them once, so no rank pays for them.
-RANK_IMPORTS = ("torch.utils.serialization", "torch.profiler._cupti_monitor")
 SAMPLE_S = 0.1
-BUSY_CPU_FRACTION = 0.2
 CRASH_GRACE_S = 0.1  # in a phase that expects a crash: how long the other ranks may end on their own
 FAULT_NICE = 10  # a group with a fault plan: its ranks yield the CPU to the zygote that watches them
-
-# (when, CPU seconds per uid, CPU seconds used or waited for in the run queue per uid)
-Sample = tuple[float, dict[int, float], dict[int, float]]
-
-
-@dataclass
-class RankState:
-    rank: int
-    uid: int
-    pid: int
-    ctl: socket.socket
-    out: int
-    reader: channel.Reader
-    output: bytearray = field(default_factory=bytearray)
-    output_bytes: int = 0
-    ended: bool = False  # released at the end: every rank of the group said done
-    closed: bool = False  # its socket reached end of stream: exited or gave up the channel
-    waiting: str | None = None  # where it waits for the others, in words (for the verdict)
-    last_call: int | None = None
-    ready: bool = False  # set up and joined the group; from here on, student code may run in it
-    released: bool = False  # told to go on after every rank was ready
-    wanting: int | None = None  # asked for this call's inputs
-    current: int | None = None  # holds this call's inputs and owes its result
-    next_call: int = 0
-    import_failed: bool = False
-    done: bool = False
-    status: int | None = None
-    problem: str | None = None
-    processes: int = 0  # the most tasks (processes and threads) of this rank's uid seen alive at once
-
-    def info(self, cpu_s: float, state: str) -> dict[str, Any]:
-        code = sig = None
-        if self.status is not None:
-            code = os.waitstatus_to_exitcode(self.status)
-            sig, code = (-code, None) if code < 0 else (None, code)
-        return {
-            "rank": self.rank,
-            "state": state,
-            "exit": code,
-            "signal": sig,
-            "cpu_s": round(cpu_s, 3),
-            "last_call": self.last_call,
-            "problem": self.problem,
-            "processes": self.processes,
-            "output": self.output.decode("utf-8", "replace"),
-            "output_bytes": self.output_bytes,
-        }
-
-
-STORE_SLOT = 7  # uid_base + 8g + 7: the group's store; ranks are 8g + 0..6
-
-
-def owners(pids: set[int]) -> dict[int, int]:
-    """Each live pid's real uid (a pid that is gone is left out)."""
-    found = {}
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                found[pid] = int(next(line for line in f if line.startswith("Uid:")).split()[1])
-        except (OSError, StopIteration, ValueError):
-            continue
-    return found
-
-
-def private_dir(uid: int) -> None:
-    """``/tmp/rank-<uid>``: owned by the zygote, group ``uid`` (made with that effective gid, so no chown is
-    needed), mode 0770: the rank's own scratch, which no other rank can enter."""
-    path = f"/tmp/rank-{uid}"
-    egid = os.getegid()
-    os.setegid(uid)
-    try:
-        os.mkdir(path, 0o770)
-        os.chmod(path, 0o770)
-    finally:
-        os.setegid(egid)
 
 
 class Zygote:
@@ -141,39 +57,18 @@ class Zygote:
         channel.send(self.fd, meta, payload)
 
     def run(self) -> None:
-        preload(self.job.get("preload") or [])
-        self.prepare_files()
+        warmup.preload(self.job.get("preload") or [])
+        jobfiles.lay_out(self.job)
         for g, group in enumerate(self.job["groups"]):
             if self.job.get("shared_dir"):  # closed to a group that does not share it
                 os.chmod(str(self.job["shared_dir"]), 0o777 if group.get("shares_dir") else 0)
             status, infos = self.run_group(g, group)
             self.tell({"kind": "group_end", "group": g, "status": status, "ranks": infos})
             if group.get("shares_dir"):
-                self.send_files(g)
+                entries, truncated, payload = jobfiles.collect(str(self.job["shared_dir"]))
+                self.tell({"kind": "files", "group": g, "entries": entries, "truncated": truncated}, payload)
             if status != "ok" and not (status == "crashed" and group.get("expect_crash")):
                 break
-
-    def prepare_files(self) -> None:
-        """The lab's public files, read-only for the ranks, and the scratch directory phases share."""
-        sandboxed = bool(self.job.get("sandboxed", True))
-        public = self.job.get("public") or {}
-        base = "/tmp" if sandboxed else tempfile.mkdtemp(prefix="ringlab-job-")
-        if public:
-            folder = os.path.join(base, "lab")
-            os.mkdir(folder, 0o755)
-            for name, text in public.items():
-                path = os.path.join(folder, os.path.basename(name))
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(text)
-                os.chmod(path, 0o444)
-            os.chmod(folder, 0o555)
-            self.job["public_dir"] = folder
-        if any(group.get("shares_dir") for group in self.job["groups"]):
-            # Only phases that ask for it (save on 4 ranks, load on 2) share a directory; other ranks share none.
-            shared = os.path.join(base, "shared")
-            os.mkdir(shared)
-            os.chmod(shared, 0o777)
-            self.job["shared_dir"] = shared
 
     def fork_ranks(self, g: int, group: dict[str, Any]) -> list[RankState]:
         ranks: list[RankState] = []
@@ -312,7 +207,7 @@ class Zygote:
                     rs.processes = max(rs.processes, counts.get(rs.uid, 0))
                 samples = [s for s in samples if now - s[0] <= STALL_S + 0.5] + [(now, cpu, wanted)]
             # A rank that keeps printing is busy even if the pipe, not the CPU, is what holds it up.
-            active = self.busy(samples, ranks) or now - self.last_output < 1.0
+            active = busy(samples, ranks) or now - self.last_output < 1.0
             if now >= self.deadline:
                 status = "time_limit" if active else "deadlock"
                 break
@@ -555,40 +450,6 @@ class Zygote:
             }
         )
 
-    def send_files(self, g: int) -> None:
-        """What the group left in the shared directory, by content, for the judge (read after every rank of
-        the group ended: regular files only, never following a link)."""
-        root = str(self.job["shared_dir"])
-        entries: list[dict[str, Any]] = []
-        chunks: list[bytes] = []
-        total, truncated = 0, False
-        for folder, dirs, files in os.walk(root, followlinks=False):
-            dirs.sort()
-            for name in sorted(files):
-                if len(entries) >= MAX_FILES:
-                    truncated = True
-                    break
-                path = os.path.join(folder, name)
-                rel = os.path.relpath(path, root)
-                try:
-                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                except OSError:
-                    continue
-                with os.fdopen(fd, "rb") as f:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
-                        continue
-                    size = os.fstat(fd).st_size
-                    entry: dict[str, Any] = {"path": rel, "size": size, "offset": total, "length": None}
-                    if total + size <= MAX_FILES_BYTES:
-                        data = f.read(size)
-                        entry["length"] = len(data)
-                        chunks.append(data)
-                        total += len(data)
-                    else:
-                        truncated = True
-                    entries.append(entry)
-        self.tell({"kind": "files", "group": g, "entries": entries, "truncated": truncated}, b"".join(chunks))
-
     def take_output(self, rs: RankState, data: bytes, sel: selectors.BaseSelector, fd: int) -> None:
         if not data:
             sel.unregister(fd)
@@ -598,17 +459,6 @@ class Zygote:
         room = self.output_cap - len(rs.output)
         if room > 0:
             rs.output += data[:room]
-
-    def busy(self, samples: list[Sample], ranks: list[RankState]) -> bool:
-        """Whether some unfinished rank used, or waited in the run queue for, the CPU in the recent window:
-        a rank blocked in a collective sleeps, while one starved by a loaded machine is runnable."""
-        if len(samples) < 2:
-            return True
-        (t0, _, c0), (t1, _, c1) = samples[0], samples[-1]
-        span = max(t1 - t0, 1e-3)
-        return any(
-            (c1.get(rs.uid, 0.0) - c0.get(rs.uid, 0.0)) / span > BUSY_CPU_FRACTION for rs in ranks if not rs.ended
-        )
 
     def finish(
         self,
@@ -641,28 +491,6 @@ class Zygote:
         return infos
 
 
-def warm(modules: list[str] | None = None) -> None:
-    """Import what every rank needs, before any job: the expensive part of starting a rank."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d  # noqa: F401
-
-    assert dist.is_gloo_available()
-    preload(modules or [])
-    for name in RANK_IMPORTS:  # imported at every rank's first torch.load or backward otherwise
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-
-
-def preload(modules: list[str]) -> None:
-    """Import the modules a lab's code would import lazily (``lab.yaml``'s ``preload``)."""
-    for name in modules:
-        if name not in sys.modules:
-            importlib.import_module(name)
-
-
 def serve(fd: int) -> None:
     """Say ready on ``fd``, run the one job that comes, report how it ended, exit."""
     import torch
@@ -681,5 +509,5 @@ def serve(fd: int) -> None:
 
 def main() -> None:
     """Entry point inside the sandbox, started cold: ``python -I zygote-launcher FD``."""
-    warm()
+    warmup.warm()
     serve(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

@@ -4,7 +4,7 @@ Never mounted into the sandbox. Training is compared with ``driver.reference`` (
 the whole global batch, the same AdamW), run here on this lab's own copy of the public driver.
 What each strategy must look like (its FSDP units, its peak of unsharded parameter bytes and
 the bytes its all-gathers put on the wire) follows from the model's parameter sizes alone:
-``expected_probe`` and ``gathered_bytes`` compute it here. The memory is what the kernel
+``units.py`` computes it here, on the model's shapes. The memory is what the kernel
 measured outside the ranks (``memory_peak``): per strategy, a group of its own runs one forward
 and backward of a wider model, and each rank's high-water must stay under that strategy's bound.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import nn
 
 from labs.authoring import (
     Case,
@@ -24,6 +23,7 @@ from labs.authoring import (
     case_failure,
     later,
     load_public,
+    load_trusted,
     memory_peak,
     result,
     training,
@@ -41,8 +41,16 @@ TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64; the ranks' sums run in anoth
 # gloo's framing; whole-model gathers 0.58 and per-block 0.83 of what per-layer gathers.
 HIGH, LOW = 1.05, 0.95
 FRAMING = 8192  # bytes per rank on top, for gloo's framing of up to 13 all-gathers
-ROOT = "(root)"
 DRIVER = load_public(__file__, "driver")
+# What each strategy must look like, from the model's shapes alone (units.py).
+units = load_trusted(__file__, "units")
+ROOT, shapes, nbytes, expected_probe = units.ROOT, units.shapes, units.nbytes, units.expected_probe
+unit_parameters, unit_bytes, peak_bytes, gathered_bytes = (
+    units.unit_parameters,
+    units.unit_bytes,
+    units.peak_bytes,
+    units.gathered_bytes,
+)
 # The memory cases: the same layout, 544 wide (one Linear: 2.26 MiB of float64), on 2 ranks, a group per strategy.
 # The bytes these cases all-gather and reduce-scatter are most of the lab's grading time: 768 wide took 0.3 s more
 # a grading, for a margin no wider (the peaks jitter by one or two buffers, with the backward's prefetch).
@@ -55,66 +63,6 @@ MEMORY_WORLD_SIZE = 2
 # resharded after the forward; embed and head left in the root); per-block 45.0-48.0 against 51.7-54.2 (both
 # blocks one unit); whole-model wrapping adds 56.2-56.3.
 PEAK_ALLOWED_MIB = {"per-layer": 39.0, "per-block": 50.0}
-
-
-def shapes(dims: dict[str, int]) -> nn.Module:
-    """The lab's ``Net`` of ``dims`` on the meta device: its parameters' names, shapes and sizes, no storage."""
-    with torch.device("meta"):
-        return DRIVER.Net(dims["width"], dims["blocks"], torch.float64)
-
-
-def _nbytes(p: torch.Tensor) -> int:
-    return p.numel() * p.element_size()
-
-
-def unit_parameters(model: nn.Module, strategy: str) -> dict[str, list[str]]:
-    """The FSDP units a strategy makes, each with the parameters it holds (the root: all the rest)."""
-    if strategy == "per-layer":
-        inner = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
-    elif strategy == "per-block":
-        inner = [f"blocks.{name}" for name, _ in model.get_submodule("blocks").named_children()]
-    else:
-        inner = []
-    units: dict[str, list[str]] = {ROOT: []}
-    for name in inner:
-        units[name] = []
-    for pname, _ in model.named_parameters():
-        owner = next((u for u in inner if pname.startswith(u + ".")), ROOT)
-        units[owner].append(pname)
-    return units
-
-
-def unit_bytes(model: nn.Module, strategy: str) -> dict[str, int]:
-    params = dict(model.named_parameters())
-    return {u: sum(_nbytes(params[p]) for p in names) for u, names in unit_parameters(model, strategy).items()}
-
-
-def peak_bytes(model: nn.Module, strategy: str) -> int:
-    """The root unit stays unsharded from the forward to the end of the backward; each inner unit is
-    unsharded only while it runs (forward) or while its gradients are computed (backward)."""
-    sizes = unit_bytes(model, strategy)
-    inner = [b for u, b in sizes.items() if u != ROOT]
-    return sizes[ROOT] + max(inner, default=0)
-
-
-def gathered_bytes(model: nn.Module, strategy: str, *, root_resharded: bool = False) -> int:
-    """Bytes all-gathered (the full size of each unit) in one forward and backward.
-
-    With fully_shard's default (``reshard_after_forward=None`` in torch 2.13) the root is gathered
-    once: it keeps its parameters from the forward to the backward. Every inner unit is resharded
-    after its forward and gathered again for its backward. ``root_resharded``: the root was wrapped
-    with ``reshard_after_forward=True``, which is as right, and gathers it again too.
-    """
-    sizes = unit_bytes(model, strategy)
-    return sizes[ROOT] * (2 if root_resharded else 1) + 2 * sum(b for u, b in sizes.items() if u != ROOT)
-
-
-def expected_probe(model: nn.Module, strategy: str, world_size: int) -> dict[str, Any]:
-    sharding = {
-        name: {"sharded": True, "placements": "Shard(0)", "local_rows": p.shape[0] // world_size}
-        for name, p in model.named_parameters()
-    }
-    return {"units": sorted(unit_parameters(model, strategy)), "sharding": sharding}
 
 
 def cases(world_size: int, gen: torch.Generator) -> list[Case]:
@@ -137,7 +85,7 @@ def cases(world_size: int, gen: torch.Generator) -> list[Case]:
 
 def memory_case(strategy: str, seed: int, expected: Any) -> Case:
     inputs = {"seed": seed, "dims": MEMORY_DIMS, "batch": MEMORY_BATCH, "strategy": strategy}
-    mib = sum(_nbytes(p) for p in shapes(MEMORY_DIMS).parameters()) / 2**20
+    mib = sum(nbytes(p) for p in shapes(MEMORY_DIMS).parameters()) / 2**20
     label = f"{strategy}: one forward and backward of the {MEMORY_DIMS['width']}-wide model ({mib:.1f} MiB)"
     rows = [dict(inputs) for _ in range(MEMORY_WORLD_SIZE)]
     parts, tolerance = {"peak-memory": ["loss", "grad_rows"]}, {"loss": TOLERANCE, "grad_rows": TOLERANCE}

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from labs.authoring import Case, Facts, Outcome, load_public, result, training, wire
+from labs.authoring import Case, Facts, Outcome, load_public, load_trusted, result, training, wire
 
 # 12,594 float64 parameters: 98.4 KiB of gradients per step. The first layer (1 -> 1, a learnable scale and shift of
 # the single input feature) is 16 bytes of gradients, which every cap below leaves alone in the last bucket.
@@ -46,43 +46,9 @@ CAPS = {2: 25_856, 3: 100_736, 4: 768}
 TOLERANCE = (1e-9, 1e-11)  # (rtol, atol): float64, sums in another order differ by ~1e-16
 FRAMING = 576  # bytes per rank per all-reduce, times (N - 1), on top of the payload (see above)
 DRIVER = load_public(__file__, "driver")
-
-
-def framed(elements: int, world_size: int) -> float:
-    """The framing of one all-reduce of ``elements`` elements, as a share of a large one's (f above)."""
-    chunk = -(-elements // (2 * world_size))
-    return -(-elements // chunk) / (2 * world_size)
-
-
-def assign(sizes: list[tuple[str, int]], cap: int, *, never_over: bool) -> list[list[str]]:
-    """Buckets of parameter names, walking ``sizes`` (name, bytes) in reverse parameter order.
-
-    DDP's rule (``never_over=False``): add each parameter to the open bucket, and close the bucket
-    as soon as it holds at least ``cap`` bytes. The other accepted rule (``never_over=True``):
-    close the open bucket first if the parameter would take it over ``cap``.
-    """
-    buckets: list[list[str]] = [[]]
-    size = 0
-    for name, nbytes in reversed(sizes):
-        if never_over and buckets[-1] and size + nbytes > cap:
-            buckets.append([])
-            size = 0
-        buckets[-1].append(name)
-        size += nbytes
-        if size >= cap:
-            buckets.append([])
-            size = 0
-    return [b for b in buckets if b]
-
-
-def candidates(inputs: dict[str, Any]) -> list[list[list[str]]]:
-    """The accepted bucket assignments for these inputs: DDP's rule first."""
-    model = DRIVER.build_model(0, list(inputs["dims"]))
-    sizes = [(n, p.numel() * p.element_size()) for n, p in model.named_parameters()]
-    cap = int(inputs["bucket_cap_bytes"])
-    out = [assign(sizes, cap, never_over=False)]
-    other = assign(sizes, cap, never_over=True)
-    return out + ([other] if other != out[0] else [])
+# The bucket rule and the framing a bucketing puts on the wire (bucketing.py).
+bucketing = load_trusted(__file__, "bucketing")
+framed, assign, candidates, _framing = bucketing.framed, bucketing.assign, bucketing.candidates, bucketing.framing
 
 
 def ranks_identical(facts: Facts) -> Outcome:
@@ -239,11 +205,6 @@ def _rule(case: Case, options: list[list[list[str]]], nbytes: dict[str, int]) ->
     )
 
 
-def _framing(buckets: list[list[str]], nbytes: dict[str, int], world_size: int) -> float:
-    """The framing per step of one all-reduce per bucket, in large all-reduces (every parameter is float64)."""
-    return sum(framed(sum(nbytes[n] for n in b) // 8, world_size) for b in buckets)
-
-
 def _num(x: float) -> str:
     """A count of all-reduces to two decimals, without trailing zeros: 4, 3.5, 1.33 (counts that differ by a
     reported amount differ by at least 0.5 / STEPS, so they never look the same)."""
@@ -264,25 +225,12 @@ def _small(buckets: list[list[str]], nbytes: dict[str, int], world_size: int) ->
     return f" ({'; '.join(said)})" if said else ""
 
 
-def _mistakes(inputs: dict[str, Any], nbytes: dict[str, int], world_size: int) -> dict[str, float]:
-    """The framing per step (in large all-reduces) that some usual mistakes give, by what the mistake is."""
-    sizes, cap = list(nbytes.items()), int(inputs["bucket_cap_bytes"])
-    elements = [(n, b // 8) for n, b in sizes]  # every parameter is float64
-    bucketings = {
-        "one bucket for the whole model": [list(nbytes)],
-        "comparing the cap with numel() instead of bytes": assign(elements, cap, never_over=False),
-        "filling the buckets in model.parameters() order": assign(sizes[::-1], cap, never_over=False),
-        "one all-reduce per parameter": [[n] for n in nbytes],
-    }
-    return {what: _framing(buckets, nbytes, world_size) for what, buckets in bucketings.items()}
-
-
 def _guess(count: float, expected: list[float], inputs: dict[str, Any], nbytes: dict[str, int], n: int) -> str:
     """What gives the framing of ``count`` all-reduces per step, when exactly one usual mistake does (and no
     accepted bucketing, whose framing is ``expected``)."""
     found = [
         (w, k)
-        for w, k in _mistakes(inputs, nbytes, n).items()
+        for w, k in bucketing.mistakes(inputs, nbytes, n).items()
         if all(abs(k - e) * STEPS >= 0.5 for e in expected) and abs(count - k) * STEPS < 0.5
     ]
     return f" ({found[0][0]} gives {_num(found[0][1])})" if len(found) == 1 else ""

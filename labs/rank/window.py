@@ -72,3 +72,15 @@ class Window:
         if self.listener is not None:
             self.listener.close()
         return by_uid, lo
+
+    def report(self, rank_of: dict[int, int]) -> dict[str, Any]:
+        """Close the window; what it saw, for the worker: bytes sent by rank to rank (``rank_of``: a uid's rank,
+        -1 for a uid that is no rank), bytes no socket owner was found for, and the loopback total."""
+        by_uid, lo = self.close()
+        unattributed = sum(by_uid.pop(netstat.UNKNOWN, {}).values())
+        per_rank: dict[str, dict[str, int]] = {}
+        for uid, peers in by_uid.items():
+            mine = per_rank.setdefault(str(rank_of.get(uid, -1)), {})
+            for peer, n in peers.items():
+                mine[str(rank_of.get(peer, -1))] = mine.get(str(rank_of.get(peer, -1)), 0) + n
+        return {"call": self.call, "sent": per_rank, "unattributed_bytes": unattributed, "loopback_bytes": lo}

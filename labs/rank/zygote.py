@@ -23,7 +23,7 @@ import time
 import traceback
 from typing import Any
 
-from labs.rank import channel, faults, harness, jobfiles, netstat, script, warmup
+from labs.rank import channel, faults, harness, jobfiles, script, warmup
 from labs.rank.procs import pids_of, usage_by_uid
 from labs.rank.ranks import STORE_SLOT, RankState, Sample, busy, owners, private_dir
 from labs.rank.window import WIRE_POLL_S, Window
@@ -431,24 +431,7 @@ class Zygote:
     def report_wire(self, g: int, ranks: list[RankState]) -> None:
         window, self.window = self.window, None
         assert window is not None
-        by_uid, lo = window.close()
-        unattributed = sum(by_uid.pop(netstat.UNKNOWN, {}).values())
-        rank_of = {rs.uid: rs.rank for rs in ranks}
-        per_rank: dict[str, dict[str, int]] = {}
-        for uid, peers in by_uid.items():
-            mine = per_rank.setdefault(str(rank_of.get(uid, -1)), {})
-            for peer, n in peers.items():
-                mine[str(rank_of.get(peer, -1))] = mine.get(str(rank_of.get(peer, -1)), 0) + n
-        self.tell(
-            {
-                "kind": "wire",
-                "group": g,
-                "call": window.call,
-                "sent": per_rank,
-                "unattributed_bytes": unattributed,
-                "loopback_bytes": lo,
-            }
-        )
+        self.tell({"kind": "wire", "group": g, **window.report({rs.uid: rs.rank for rs in ranks})})
 
     def take_output(self, rs: RankState, data: bytes, sel: selectors.BaseSelector, fd: int) -> None:
         if not data:

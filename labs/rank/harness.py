@@ -92,7 +92,7 @@ def drop_privileges(uid: int, limits: dict[str, Any], sandboxed: bool) -> str:
         scratch = tempfile.mkdtemp(prefix=f"ringlab-rank-{uid}-")
         os.chdir(scratch)
         return scratch
-    scratch = f"/tmp/rank-{uid}"  # made by the zygote: the rank's group only (see zygote.private_dir)
+    scratch = f"/tmp/rank-{uid}"  # made by the zygote: the rank's group only (see ranks.private_dir)
     os.chdir(scratch)
     os.environ.update(HOME=scratch, TMPDIR=scratch)
     tempfile.tempdir = scratch  # the template looked up /tmp before the fork; ranks may not write there

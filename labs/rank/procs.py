@@ -11,8 +11,8 @@ import os
 
 def usage_by_uid() -> tuple[dict[int, float], dict[int, int], dict[int, float]]:
     """Per uid in this pid namespace: CPU seconds used so far by its live processes, their tasks
-    (threads included: what RLIMIT_NPROC counts), and the seconds their main threads spent runnable
-    but waiting for a CPU (a rank starved by a loaded machine is not an idle one)."""
+    (threads included: what RLIMIT_NPROC counts), and the seconds their threads spent runnable but
+    waiting for a CPU (a rank starved by a loaded machine is not an idle one)."""
     tick = os.sysconf("SC_CLK_TCK")
     out: dict[int, float] = {}
     count: dict[int, int] = {}
@@ -38,7 +38,24 @@ def usage_by_uid() -> tuple[dict[int, float], dict[int, int], dict[int, float]]:
 
 
 def run_queue_wait_s(pid: str) -> float:
-    """Seconds the process's main thread has spent runnable, waiting for a CPU (0 where unknown)."""
+    """Seconds the process's threads have spent runnable, waiting for a CPU (0 where unknown).
+
+    Every thread's, not the main thread's alone: a rank whose main thread sleeps while one of its own
+    threads (gloo's, say) waits for a CPU on a loaded machine is starved, not idle."""
+    total, found = 0.0, False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        tasks = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1]) / 1e9
+                found = True
+        except (OSError, IndexError, ValueError):
+            continue
+    if found:
+        return total
     try:
         with open(f"/proc/{pid}/schedstat") as f:
             return int(f.read().split()[1]) / 1e9

@@ -1,7 +1,7 @@
 """A rank starved of CPU by a loaded machine is not a deadlocked one.
 
 The zygote calls a group deadlocked when no rank made progress for a while and none wanted the
-CPU. "Wanted" counts the CPU a rank used *and* the time its main thread spent runnable in the run
+CPU. "Wanted" counts the CPU a rank used *and* the time its threads spent runnable in the run
 queue, so niced ranks on a busy machine are not taken for ranks asleep in a collective.
 """
 
@@ -33,6 +33,31 @@ def child(busy: bool, nice: int = 0) -> Iterator[int]:
         os.waitpid(pid, 0)
 
 
+def _spin() -> None:
+    while True:
+        pass
+
+
+@contextmanager
+def child_whose_thread_spins(nice: int) -> Iterator[int]:
+    """A child pinned to CPU 0 whose main thread sleeps while a second thread of it spins (as a rank's main
+    thread waits on gloo's), killed on exit."""
+    pid = os.fork()
+    if pid == 0:
+        import threading
+
+        os.sched_setaffinity(0, {0})
+        os.nice(nice)
+        threading.Thread(target=_spin, daemon=True).start()
+        while True:
+            time.sleep(1)
+    try:
+        yield pid
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
 def waited_over(pid: int, seconds: float) -> float:
     before = run_queue_wait_s(str(pid))
     time.sleep(seconds)
@@ -47,3 +72,10 @@ def test_a_starved_process_shows_run_queue_wait_and_a_sleeping_one_does_not() ->
     with child(busy=False) as sleeper:
         idle = waited_over(sleeper, 1.0)
     assert idle < 0.05, f"a sleeping process waited {idle:.3f} s in the run queue"
+
+
+def test_a_process_whose_other_thread_is_starved_shows_run_queue_wait() -> None:
+    """The main thread asleep, the thread doing the work starved: the wait is the process's all the same."""
+    with child(busy=True), child_whose_thread_spins(nice=10) as starved:
+        waited = waited_over(starved, 1.0)
+    assert waited > 0.3, f"a process whose spinning thread was starved waited only {waited:.3f} s of 1 s for a CPU"

@@ -16,41 +16,26 @@ from contextlib import contextmanager
 from labs.rank.procs import run_queue_wait_s
 
 
-@contextmanager
-def child(busy: bool, nice: int = 0) -> Iterator[int]:
-    """A child pinned to CPU 0 that spins (busy) or sleeps, killed on exit."""
-    pid = os.fork()
-    if pid == 0:
-        os.sched_setaffinity(0, {0})
-        os.nice(nice)
-        while True:
-            if not busy:
-                time.sleep(1)
-    try:
-        yield pid
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-
-
 def _spin() -> None:
     while True:
         pass
 
 
 @contextmanager
-def child_whose_thread_spins(nice: int) -> Iterator[int]:
-    """A child pinned to CPU 0 whose main thread sleeps while a second thread of it spins (as a rank's main
-    thread waits on gloo's), killed on exit."""
+def child(busy: bool, nice: int = 0, *, in_thread: bool = False) -> Iterator[int]:
+    """A child pinned to CPU 0 that spins (busy) or sleeps, killed on exit. ``in_thread``: a second thread of
+    it spins while its main thread sleeps (as a rank's main thread waits on gloo's)."""
     pid = os.fork()
     if pid == 0:
-        import threading
-
         os.sched_setaffinity(0, {0})
         os.nice(nice)
-        threading.Thread(target=_spin, daemon=True).start()
+        if in_thread:
+            import threading
+
+            threading.Thread(target=_spin, daemon=True).start()
         while True:
-            time.sleep(1)
+            if not busy or in_thread:
+                time.sleep(1)
     try:
         yield pid
     finally:
@@ -76,6 +61,6 @@ def test_a_starved_process_shows_run_queue_wait_and_a_sleeping_one_does_not() ->
 
 def test_a_process_whose_other_thread_is_starved_shows_run_queue_wait() -> None:
     """The main thread asleep, the thread doing the work starved: the wait is the process's all the same."""
-    with child(busy=True), child_whose_thread_spins(nice=10) as starved:
+    with child(busy=True), child(busy=True, nice=10, in_thread=True) as starved:
         waited = waited_over(starved, 1.0)
     assert waited > 0.3, f"a process whose spinning thread was starved waited only {waited:.3f} s of 1 s for a CPU"

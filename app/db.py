@@ -206,9 +206,13 @@ def reason(exc: BaseException) -> str:
 def make_sessionmaker(engine: Engine, *, read_only: bool = False) -> sessionmaker[Session]:
     """Writer sessions, or with ``read_only`` reader sessions (see the module docstring)."""
     if read_only:
-        return sessionmaker(
-            bind=engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False, info={READ_ONLY: True}
-        )
+        options: dict[str, Any] = {READ_ONLY: True}
+        if engine.dialect.name == "postgresql":
+            # Each statement on its own, with no BEGIN and COMMIT around them: two round trips fewer
+            # for every GET. A reader loses nothing by it: at READ COMMITTED, PostgreSQL's default
+            # and ours, each statement of a transaction sees the data as of its own start anyway.
+            options["isolation_level"] = "AUTOCOMMIT"
+        return sessionmaker(bind=engine.execution_options(**options), expire_on_commit=False, info={READ_ONLY: True})
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 

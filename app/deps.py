@@ -14,7 +14,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from app.accounts import service as accounts
 from app.config import Settings
 from app.courses import access
 from app.db import NOWAIT, WriterBusy, session_scope, utcnow
@@ -156,9 +155,11 @@ def api_user(
 
 def _api_principal(token: str, request: Request, session: Session) -> Principal:
     """The token's user, in the course the request names (``?course=`` or ``X-Ringlab-Course``)."""
-    user_id, username, role = accounts.token_user(token, session=session, now=utcnow())
     asked = request.query_params.get("course") or request.headers.get(access.HEADER)
-    place = access.resolve(user_id, asked, session=session)
+    found = access.token_place(token, asked, session=session, now=utcnow())
+    if found is None:
+        raise Unauthorized("Invalid or expired token.")
+    user_id, username, role, place = found
     return Principal(user_id, username, role, course_id=place.course_id, course_role=place.role)
 
 

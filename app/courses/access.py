@@ -11,10 +11,14 @@ per-course check then refuses (a site administrator's aside).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, ScalarSelect, Select, and_, bindparam, case, select
+from sqlalchemy.orm import Session, aliased
 
+from app.accounts import service as accounts
+from app.accounts.models import Role
 from app.content.courses import DEFAULT_COURSE
 from app.content.records import Course
 from app.courses.models import CourseRole, Enrollment
@@ -50,6 +54,52 @@ def resolve(
         if course_id == DEFAULT_COURSE:
             return Place(course_id, role)
     return Place(rows[0][0], rows[0][1]) if rows else Place(DEFAULT_COURSE, None)
+
+
+def _usual_course(user_id: ColumnElement[int]) -> ScalarSelect[str]:
+    """The course of ``user_id`` (a column) a request that names none is in: the default course if they
+    are in it, else their first course still running (None if none), as ``resolve`` chooses it."""
+    mine = aliased(Enrollment)
+    return (
+        select(mine.course_id)
+        .join(Course, Course.id == mine.course_id)
+        .where(mine.user_id == user_id, Course.retired_at.is_(None))
+        .order_by(case((mine.course_id == DEFAULT_COURSE, 0), else_=1), Course.position, Course.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _token_place(named: bool) -> Select[Any]:
+    """The token's user with their enrollment in the course named (``:course``) or their usual one."""
+    user_id = accounts.USERS.c.id
+    course = bindparam("course") if named else _usual_course(user_id)
+    joined = and_(Enrollment.user_id == user_id, Enrollment.course_id == course)
+    return accounts.TOKEN_USER.add_columns(Enrollment.course_id, Enrollment.role.label("course_role")).outerjoin(
+        Enrollment, joined
+    )
+
+
+# Built once: one statement on every API request, the token and the course together.
+_TOKEN_IN_NAMED, _TOKEN_IN_USUAL = _token_place(True), _token_place(False)
+
+
+def token_place(
+    token: str, requested: str | None, *, session: Session, now: datetime
+) -> tuple[int, str, Role, Place] | None:
+    """``(id, username, role, place)`` of an API token's user, or None for a token unknown or expired, in one
+    statement (it runs on every API request): the place is the one ``resolve`` finds with no browser's cookie."""
+    params = accounts.token_params(token, now)
+    if requested:
+        params["course"] = requested[:80]
+    row = session.execute(_TOKEN_IN_NAMED if requested else _TOKEN_IN_USUAL, params).first()
+    if row is None:
+        return None
+    if requested:
+        place = Place(requested[:80], row.course_role)
+    else:
+        place = Place(row.course_id, row.course_role) if row.course_id is not None else Place(DEFAULT_COURSE, None)
+    return row.id, row.username, row.role, place
 
 
 def _role(user_id: int, course_id: str, session: Session) -> CourseRole | None:

@@ -81,12 +81,20 @@ def published_preloads(readers: sessionmaker[Session]) -> list[str]:
     return sorted({m for lab in labs.values() for m in lab.spec.preload})
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (``taskset``, a container's cpuset), not every CPU of the host."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return os.cpu_count() or 1
+
+
 def capacity(*, gpu_count: int, sandboxed: bool, worker_id: str | None = None, confinement: str = "none") -> Capacity:
     return Capacity(
         worker_id=worker_id or new_worker_id(),
         hostname=socket.gethostname(),
         pid=os.getpid(),
-        cpu_count=os.cpu_count() or 1,
+        cpu_count=usable_cpus(),
         gpu_count=gpu_count,
         sandboxed=sandboxed,
         confinement=confinement,

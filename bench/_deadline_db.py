@@ -10,9 +10,13 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.accounts.models import Role
+from app.content.courses import DEFAULT_COURSE
+from app.courses.models import CourseRole
 from app.db import make_engine, session_scope, utcnow
-from app.labs import service
+from app.labs import catalog, service
 from app.labs.models import IN_FLIGHT, LabWorker, Submission
+from app.web.auth import Principal
 
 Factory = sessionmaker[Session]
 
@@ -101,6 +105,29 @@ def back_to_back(factory: Factory, ids: list[int], timeout: float) -> tuple[floa
         began = time.time()
         for lab, lab_ids in by_lab.items():
             service.regrade(lab_ids, lab, session=session, now=utcnow())
+    return _graded_at_once(factory, ids, began, before, timeout)
+
+
+def queued_at_once(
+    factory: Factory, people: list[tuple[int, str]], work: list[tuple[str, str]], timeout: float
+) -> tuple[float, dict[int, Submission], Audit]:
+    """Submit ``work`` ((lab, code) each, one per person of ``people``: (user id, username)) in one
+    transaction, as the app queues a submission, and wait for every verdict: graded per minute."""
+    before = verdicts_written(factory)
+    limits = service.Limits(max_code_bytes=10**7, per_window=10**6, window_s=60)
+    with session_scope(factory) as session:
+        labs = {lab: catalog.get_lab(session, lab) for lab in {lab for lab, _ in work}}
+        began = time.time()
+        made = []
+        for (user_id, name), (lab, code) in zip(people, work, strict=True):
+            who = Principal(user_id, name, Role.student, course_id=DEFAULT_COURSE, course_role=CourseRole.student)
+            made.append(service.submit(labs[lab], who, code, session=session, now=utcnow(), limits=limits))
+    return _graded_at_once(factory, [m.id for m in made], began, before, timeout)
+
+
+def _graded_at_once(
+    factory: Factory, ids: list[int], began: float, before: int, timeout: float
+) -> tuple[float, dict[int, Submission], Audit]:
     found = wait_graded(factory, ids, timeout)
     last = max((r.finished_at.timestamp() for r in found.values() if r.finished_at), default=began)
     return len(ids) / max(last - began, 1e-9) * 60, found, audit(found, ids, verdicts_written(factory) - before)

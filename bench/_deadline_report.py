@@ -45,7 +45,8 @@ class Rush:
     labs: Recorder = field(default_factory=Recorder)  # submit and poll requests
     study: Recorder = field(default_factory=Recorder)  # the studying students' requests
     cpu: list[tuple[str, float, float]] = field(default_factory=list)  # (part, CPU seconds, share) during the rush
-    cpu_again: list[tuple[str, float, float]] = field(default_factory=list)  # the same, back to back
+    cpu_again: list[tuple[str, float, float]] = field(default_factory=list)  # the same, back to back after it
+    cpu_first: list[tuple[str, float, float]] = field(default_factory=list)  # and back to back before it
 
 
 def spread(label: str, values: list[float]) -> str:
@@ -66,6 +67,7 @@ def summary(
     rush_audit: Audit,
     unacknowledged: int,
     again: tuple[float, dict[int, Submission], Audit],
+    ahead: tuple[float, dict[int, Submission], Audit],
 ) -> bool:
     """Print the figures; True when nothing was lost or double-graded and no request failed."""
     acked = [s for s in rush.sent if s.id is not None]
@@ -106,30 +108,38 @@ def summary(
         )
         print(f"  chart written to {args.chart}")
 
-    rate, regraded, again_audit = again
+    after, regraded, again_audit = again
+    before, _, first_audit = ahead
+    rate = (before + after) / 2  # the two back-to-back runs that bracket the rush
     finished = [r.finished_at.timestamp() for r in found.values() if r.finished_at]
     busy = rush_rate(samples, finished)
+    print(
+        f"  back to back (the same {len(regraded)} submissions all queued at once, no web load): "
+        f"{before:.1f}/min before the rush, {after:.1f}/min after it (the machine {after / before - 1:+.0%} "
+        f"between them), {rate:.1f}/min on average"
+    )
     if busy is None:
-        print(f"  grading: the queue never backed up (no stretch of work waiting); back to back {rate:.1f}/min")
+        print("  grading: the queue never backed up during the rush (no stretch of work waiting)")
     else:
         during, span, waiting = busy
         ratio = during / rate if rate else None
         shown = "n/a" if ratio is None else f"{ratio:.2f}"
         print(
             f"  grading during the rush: {during:.1f}/min over the {span:.0f} s from the first to the last second "
-            f"with jobs waiting (waiting in {waiting} of those samples); back to back (the same {len(regraded)} "
-            f"submissions all queued at once, no web load): {rate:.1f}/min; ratio {shown} "
-            f"(target >= 0.90: {'met' if ratio is not None and ratio >= 0.9 else 'NOT met'})"
+            f"with jobs waiting (waiting in {waiting} of those samples); ratio to back to back {shown} "
+            f"(target >= 0.90: {'met' if ratio is not None and ratio >= 0.9 else 'NOT met'}; "
+            f"{during / before:.2f} to the run before, {during / after:.2f} to the run after)"
         )
     per_worker = rate / args.workers
-    if rush.cpu:
-        total = sum(seconds for _, seconds, _ in rush.cpu)
-        shares = ", ".join(f"{label} {share:.0%} ({seconds:.0f} s)" for label, seconds, share in rush.cpu)
-        print(f"  CPU during the rush ({total:.0f} CPU-seconds of {os.cpu_count()} CPUs): {shares}")
-    if rush.cpu_again:
-        total = sum(seconds for _, seconds, _ in rush.cpu_again)
-        shares = ", ".join(f"{label} {share:.0%} ({seconds:.0f} s)" for label, seconds, share in rush.cpu_again)
-        print(f"  CPU back to back ({total:.0f} CPU-seconds): {shares}")
+    for name, usage in (
+        ("back to back before", rush.cpu_first),
+        ("during the rush", rush.cpu),
+        ("back to back after", rush.cpu_again),
+    ):
+        if usage:
+            total = sum(seconds for _, seconds, _ in usage)
+            shares = ", ".join(f"{label} {share:.0%} ({seconds:.0f} s)" for label, seconds, share in usage)
+            print(f"  CPU {name} ({total:.0f} CPU-seconds of {os.cpu_count()} CPUs): {shares}")
     plain, held = (rush.labs.times.get(name, []) for name in ("poll", "held poll"))
     if acked:
         print(
@@ -149,7 +159,8 @@ def summary(
         print(f"    {line}")
 
     print(f"  rush: {rush_audit.line()}; stored without an acknowledgement {unacknowledged}")
-    print(f"  back to back: {again_audit.line()}")
+    print(f"  back to back before: {first_audit.line()}")
+    print(f"  back to back after: {again_audit.line()}")
     statuses: dict[str, int] = {}
     odd = []
     changed: list[str] = []  # a mutant can score differently on other secret inputs
@@ -182,5 +193,5 @@ def summary(
             "(spread over the hour / all in its last 10 minutes; M/M/c queueing arithmetic, not measured):"
         )
         print("\n".join(capacity_table(per_worker)))
-    bad = rush_audit.lost + rush_audit.doubled + again_audit.lost + again_audit.doubled
+    bad = sum(a.lost + a.doubled for a in (rush_audit, first_audit, again_audit))
     return not bad and not errors

@@ -19,8 +19,10 @@ as many at once as there are workers, left out of every figure):
   instead), and thinking 1-5 s before the next; meanwhile ``--studying`` other students take
   Module 202 and rate flashcards through the JSON API (the load generator: this one asyncio process, on
   aiohttp, which costs a twentieth of httpx's CPU per request: bench/_client.py);
-- **back to back**: the web processes stop and the same submissions are re-graded, all queued at
-  once, by the same workers.
+- **back to back**, before the rush and after it: the same submissions (before: the rush's plan, each
+  from an account of its own; after: the rush's own rows re-graded, with the web processes stopped),
+  all queued at once, graded by the same workers. The rush is compared with the mean of the two: the
+  machine's speed drifts within minutes, and two runs that bracket the rush cancel a steady drift.
 
 Prints submit -> verdict and each student's wait for their first verdict (p50/p95/max, from the
 database's ``submitted_at`` and ``finished_at``), the queue depth every second as a chart
@@ -62,6 +64,7 @@ from bench._client import Client  # noqa: E402
 from bench._deadline_db import (  # noqa: E402
     audit,
     back_to_back,
+    queued_at_once,
     sample_queue,
     verdicts_written,
     wait_for_workers,
@@ -107,6 +110,13 @@ def plan(rng: random.Random, labs: dict[str, tuple[Piece, list[Piece]]]) -> list
         right, wrong = labs[rng.choice(sorted(labs))]
         chosen.append(right if rng.random() < 0.5 else rng.choice(wrong))
     return chosen
+
+
+def schedule(args: argparse.Namespace) -> list[tuple[float, list[Piece]]]:
+    """Each rushing student's arrival (seconds into the window) and what they submit, drawn from ``--seed``."""
+    rng, labs = random.Random(args.seed), pieces(args.labs)
+    arrivals = [rng.uniform(0, args.window) for _ in range(args.students)]
+    return [(at, plan(rng, labs)) for at in arrivals]
 
 
 async def submitter(
@@ -182,18 +192,18 @@ async def studier(client: Client, rec: Recorder, token: str, stop: asyncio.Event
         await rec.call("quiz submit", client.post(f"/api/v1/attempts/{attempt['id']}/submit", headers=auth))
 
 
-async def run_rush(base: str, rush: Rush, tokens: list[str], studying: list[str], args: argparse.Namespace) -> None:
-    rng = random.Random(args.seed)
-    labs = pieces(args.labs)
+async def run_rush(
+    base: str, rush: Rush, tokens: list[str], studying: list[str], todo: list[tuple[float, list[Piece]]],
+    args: argparse.Namespace,
+) -> None:  # fmt: skip
     async with Client(base, connections=len(tokens) + len(studying) + 10) as client:
         stop = asyncio.Event()
         study = [asyncio.create_task(studier(client, rush.study, t, stop)) for t in studying]
         t0 = time.perf_counter()
-        arrivals = [t0 + rng.uniform(0, args.window) for _ in tokens]
         await asyncio.gather(
             *(
-                submitter(client, rush, i, t, plan(rng, labs), at, poll=args.poll, max_wait=args.max_wait)
-                for i, (t, at) in enumerate(zip(tokens, arrivals, strict=True))
+                submitter(client, rush, i, t, chosen, t0 + at, poll=args.poll, max_wait=args.max_wait)
+                for i, (t, (at, chosen)) in enumerate(zip(tokens, todo, strict=True))
             )
         )
         stop.set()
@@ -294,6 +304,9 @@ def main() -> int:
         sync_directory(CONTENT, factory)
         prefix = f"deadline{os.getpid()}-"
         tokens = make_students(url, args.students + args.studying + args.workers, prefix)
+        todo = schedule(args)
+        work = [(piece.lab, piece.code) for _, chosen in todo for piece in chosen]
+        make_students(url, len(work), f"{prefix}first-")  # the back-to-back run before the rush: one job each
         rushing, studying, warming = (
             tokens[: args.students],
             tokens[args.students : -args.workers],
@@ -302,6 +315,11 @@ def main() -> int:
         with factory() as session:
             names = [f"{prefix}{i}" for i in range(args.students)]
             rush_users = list(session.scalars(select(User.id).where(User.username.in_(names))))
+            first_names = [f"{prefix}first-{i}" for i in range(len(work))]
+            found_first = {
+                n: i for i, n in session.execute(select(User.id, User.username).where(User.username.in_(first_names)))
+            }
+            first_people = [(found_first[n], n) for n in first_names]
         env = {
             **os.environ,
             "DATABASE_URL": url,
@@ -335,17 +353,24 @@ def main() -> int:
         wait_ready(base + "/healthz", web, tmp / "web.log")
         asyncio.run(warm_up(base, warming, args.labs))
         time.sleep(3)  # the warm pools refill
+        # The same submissions back to back before the rush as well as after it: this machine's speed
+        # drifts within minutes, and the rush is compared with the two runs that bracket it.
+        parts = {"grading workers": [w.pid for w in workers]}
+        named = {"by_name": {"postgres": "PostgreSQL"}, "by_command": {"labs.host.template": "grading workers"}}
+        cpu_before = cpu.usage(parts, **named)
+        first = queued_at_once(factory, first_people, work, args.max_wait)
+        cpu_first = cpu.between(cpu_before, cpu.usage(parts, **named))
+        time.sleep(3)
 
         writes, stop = verdicts_written(factory), threading.Event()
         samples: list[tuple[float, int, int]] = []
         sampler = threading.Thread(target=sample_queue, args=(url, stop, samples), daemon=True)
         load = os.getloadavg()[0]
         sampler.start()
-        rush = Rush()
+        rush = Rush(cpu_first=cpu_first)
         parts = {"grading workers": [w.pid for w in workers], "web processes": [web.pid]}
-        named = {"by_name": {"postgres": "PostgreSQL"}, "by_command": {"labs.host.template": "grading workers"}}
         cpu_before = cpu.usage(parts, **named)
-        asyncio.run(run_rush(base, rush, rushing, studying, args))
+        asyncio.run(run_rush(base, rush, rushing, studying, todo, args))
         rush.cpu = cpu.between(cpu_before, cpu.usage(parts, **named))
         ids = [s.id for s in rush.sent if s.id is not None]
         found = wait_graded(factory, ids, args.max_wait)
@@ -359,7 +384,9 @@ def main() -> int:
         cpu_before = cpu.usage(parts, **named)
         again, regraded, again_audit = back_to_back(factory, ids, args.max_wait)
         rush.cpu_again = cpu.between(cpu_before, cpu.usage(parts, **named))
-    ok = summary(args, rush, found, samples, load, rush_audit, int(stored) - len(ids), (again, regraded, again_audit))
+    ok = summary(
+        args, rush, found, samples, load, rush_audit, int(stored) - len(ids), (again, regraded, again_audit), first
+    )
     if ok:
         shutil.rmtree(tmp, ignore_errors=True)
     else:

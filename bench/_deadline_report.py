@@ -78,6 +78,9 @@ def summary(
         f"{args.studying} others studying; {args.web} web processes, {args.workers} grading workers, PostgreSQL; "
         f"{os.cpu_count()} CPUs, load average {load:.1f} at the start"
     )
+    if args.split:
+        grading, rest = (",".join(map(str, sorted(cpus))) for cpus in args.split)
+        print(f"  CPUs: grading workers and their ranks on {grading}; web, PostgreSQL and load generator on {rest}")
     waits = [(r.finished_at - r.submitted_at).total_seconds() for r in found.values() if r.finished_at]
     print(spread("submit -> verdict (database clock)", waits))
     seen = [s.seen_s for s in acked if s.seen_s is not None]
@@ -183,9 +186,10 @@ def summary(
         print(f"    {line}")
     for line, n in sorted(Counter(changed).items(), key=lambda item: -item[1])[:10]:
         print(f"    re-graded differently: {line} ({n}x)")
+    grading_cpus = len(args.split[0]) if args.split else (os.cpu_count() or 1)
     print(
-        f"  per worker: {per_worker:.1f} graded/min back to back ({os.cpu_count()} CPUs shared by "
-        f"{args.workers} workers: {(os.cpu_count() or 1) / args.workers:g} each)"
+        f"  per worker: {per_worker:.1f} graded/min back to back ({grading_cpus} CPUs shared by "
+        f"{args.workers} workers: {grading_cpus / args.workers:g} each)"
     )
     if args.capacity:
         print(

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/deadline.py [--students 200] [--window 60] [--labs a,b,...] [--workers 2] [--web 2]
                                        [--studying N] [--poll S] [--chart queue.svg] [--capacity]
-                                       [--database-url URL] [--quick]
+                                       [--database-url URL] [--grading-cpus CPUS] [--quick]
     .venv/bin/python bench/deadline.py --capacity --rate R     (the capacity table alone, R graded/min/worker)
 
 Starts a throwaway PostgreSQL server (the test suite's, Debian's ``postgresql``) unless
@@ -23,6 +23,11 @@ as many at once as there are workers, left out of every figure):
   from an account of its own; after: the rush's own rows re-graded, with the web processes stopped),
   all queued at once, graded by the same workers. The rush is compared with the mean of the two: the
   machine's speed drifts within minutes, and two runs that bracket the rush cancel a steady drift.
+
+With ``--grading-cpus`` (say ``1`` on a 2-CPU machine) the grading workers and their ranks run on
+those CPUs alone and everything else on the others, as a course runs its workers on machines of their
+own: the rush's rate against back to back then shows what the rush costs grading besides the CPU the
+web takes (the database, the queue's claims and wake-ups). By default everything shares every CPU.
 
 Prints submit -> verdict and each student's wait for their first verdict (p50/p95/max, from the
 database's ``submitted_at`` and ``finished_at``), the queue depth every second as a chart
@@ -46,6 +51,7 @@ import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -264,6 +270,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--capacity", action="store_true", help="print the capacity table from the measured rate")
     parser.add_argument("--rate", type=float, help="with --capacity: graded/min per worker; prints the table only")
     parser.add_argument("--database-url", help="an empty PostgreSQL database (default: a throwaway server)")
+    parser.add_argument(
+        "--grading-cpus",
+        help="CPUs for the grading workers and their ranks alone, e.g. 1 or 2-3; the web processes, PostgreSQL "
+        "and the load generator get the others (as a course runs workers on machines of their own). "
+        "Default: everything shares every CPU",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 10 students over 10 s, 2 studying")
     args = parser.parse_args()
     if args.quick:
@@ -283,7 +295,31 @@ def parse() -> argparse.Namespace:
     pieces(args.labs)  # unknown or GPU labs are refused before anything starts
     if args.database_url:
         args.database_url = _postgres(args.database_url)
+    args.split = _split(parser, args.grading_cpus) if args.grading_cpus else None
     return args
+
+
+def _split(parser: argparse.ArgumentParser, spec: str) -> tuple[set[int], set[int]]:
+    """(the grading CPUs, the others) from ``--grading-cpus`` (``1``, ``0,2``, ``2-3``), both non-empty."""
+    allowed = os.sched_getaffinity(0)
+    try:
+        chosen: set[int] = set()
+        for part in spec.split(","):
+            low, _, high = part.strip().partition("-")
+            chosen |= set(range(int(low), int(high or low) + 1))
+    except ValueError:
+        parser.error(f"--grading-cpus {spec!r}: give CPU numbers, as 1 or 0,2 or 2-3")
+    if not chosen <= allowed or not allowed - chosen:
+        parser.error(
+            f"--grading-cpus {spec}: this process may use CPUs {sorted(allowed)}; name some of them for grading "
+            "and leave at least one for the rest"
+        )
+    return chosen, allowed - chosen
+
+
+def _on(cpus: set[int] | None) -> Any:
+    """A ``preexec_fn`` that binds the child (and what it starts) to ``cpus``; None: no binding."""
+    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
 
 
 def main() -> int:
@@ -295,6 +331,9 @@ def main() -> int:
         )
         print("\n".join(capacity_table(args.rate)))
         return 0
+    grading_cpus, other_cpus = args.split or (None, None)
+    if other_cpus is not None:
+        os.sched_setaffinity(0, other_cpus)  # this process and what it starts: PostgreSQL, the web processes
     tmp = Path(tempfile.mkdtemp(prefix="ringlab-deadline-"))
     with database(args.database_url, "ringlab_bench_deadline") as url, ExitStack() as stack:
         upgrade(url)
@@ -333,7 +372,12 @@ def main() -> int:
         for _ in range(args.workers):
             workers.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "app", "worker"], cwd=REPO, env=env, stdout=workers_log, stderr=workers_log
+                    [sys.executable, "-m", "app", "worker"],
+                    cwd=REPO,
+                    env=env,
+                    stdout=workers_log,
+                    stderr=workers_log,
+                    preexec_fn=_on(grading_cpus),
                 )
             )
             stack.callback(_stop, workers[-1])

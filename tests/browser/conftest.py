@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from tests.browser.pictures import picture
 from tests.cli import ringlab
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,8 +122,7 @@ def page(browser: Browser, server: str, request: pytest.FixtureRequest) -> Itera
     yield page
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+        picture(page, ARTIFACTS / f"{request.node.name}.png")
     context.close()
     assert not errors, f"browser console errors: {errors}"
 

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import ARTIFACTS, serve, server_env
+from tests.browser.pictures import picture
 from tests.cli import ringlab
 from tests.conftest import CONTENT_DIR
 
@@ -79,8 +80,7 @@ def server(sections: tuple[str, str]) -> str:
 
 
 def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"sections-{name}.png"), full_page=True)
+    picture(page, ARTIFACTS / f"sections-{name}.png")
 
 
 def nav(page: Page, name: str) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.pictures import picture
+
 pytestmark = pytest.mark.browser
 
 
@@ -17,8 +19,7 @@ def shot(page: Page, name: str) -> None:
     # RINGLAB_SCREENSHOT_DIR=test-artifacts keeps a picture of each step to look at.
     folder = os.environ.get("RINGLAB_SCREENSHOT_DIR")
     if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+        picture(page, Path(folder) / f"{name}.png")
 
 
 def test_solve_an_exercise_part(page: Page) -> None:

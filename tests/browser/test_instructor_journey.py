@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import ARTIFACTS, INSTRUCTOR
+from tests.browser.pictures import picture
 from tests.conftest import CONTENT_DIR
 
 pytestmark = pytest.mark.browser
@@ -45,8 +46,7 @@ def student_works(server: str) -> str:
 
 
 def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"instructor-{name}.png"), full_page=True)
+    picture(page, ARTIFACTS / f"instructor-{name}.png")
 
 
 def test_an_instructor_reviews_a_student_regrades_a_lab_and_downloads_the_gradebook(page: Page, server: str) -> None:

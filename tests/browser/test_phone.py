@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import ARTIFACTS
+from tests.browser.pictures import picture
 from tests.conftest import CONTENT_DIR
 
 pytestmark = pytest.mark.browser
@@ -33,8 +34,7 @@ def phone(browser: Browser, server: str) -> Iterator[Page]:
 
 
 def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    picture(page, SHOTS / f"{name}.png", full_page=False)
 
 
 def fits(page: Page) -> None:

@@ -309,7 +309,7 @@ def _split(parser: argparse.ArgumentParser, spec: str) -> tuple[set[int], set[in
             chosen |= set(range(int(low), int(high or low) + 1))
     except ValueError:
         parser.error(f"--grading-cpus {spec!r}: give CPU numbers, as 1 or 0,2 or 2-3")
-    if not chosen <= allowed or not allowed - chosen:
+    if not chosen or not chosen <= allowed or not allowed - chosen:
         parser.error(
             f"--grading-cpus {spec}: this process may use CPUs {sorted(allowed)}; name some of them for grading "
             "and leave at least one for the rest"
